@@ -1,0 +1,242 @@
+//! A conversation history whose size is always known without re-serializing it.
+
+use crate::message::{Block, Message, ToolResultContent};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::ops::Range;
+
+/// The messages of one conversation, with their total size kept up to date.
+///
+/// Appending is the common case and keeps [`History::epoch`] unchanged; any
+/// other edit bumps it, so a meter calibrated on an earlier state knows its
+/// calibration no longer applies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    messages: Vec<Message>,
+    /// Sum of the messages' cached sizes.
+    message_chars: usize,
+    epoch: u64,
+}
+
+/// Where a tool_result block sits in a history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRef {
+    /// Index of the message.
+    pub message: usize,
+    /// Index of the block within the message.
+    pub block: usize,
+}
+
+impl History {
+    /// A history holding `messages`.
+    pub fn new(messages: Vec<Message>) -> Self {
+        let message_chars = messages.iter().map(Message::chars).sum();
+        History {
+            messages,
+            message_chars,
+            epoch: 0,
+        }
+    }
+
+    /// The messages, oldest first.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether there are no messages.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The newest message.
+    pub fn last(&self) -> Option<&Message> {
+        self.messages.last()
+    }
+
+    /// Characters of the history serialized as a JSON array, in O(1).
+    pub fn chars(&self) -> usize {
+        2 + self.message_chars + self.messages.len().saturating_sub(1)
+    }
+
+    /// Characters of messages `from..` alone (their JSON plus separators).
+    pub fn chars_from(&self, from: usize) -> usize {
+        let tail = self.messages.get(from..).unwrap_or(&[]);
+        tail.iter().map(|m| m.chars() + 1).sum()
+    }
+
+    /// Counts edits other than appends; see the type's documentation.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Appends a message.
+    pub fn push(&mut self, message: Message) {
+        self.message_chars += message.chars();
+        self.messages.push(message);
+    }
+
+    /// Removes and returns the newest message.
+    pub fn pop(&mut self) -> Option<Message> {
+        let m = self.messages.pop()?;
+        self.message_chars -= m.chars();
+        self.epoch += 1;
+        Some(m)
+    }
+
+    /// Replaces one block, returning the old one; `None` if there is no such block.
+    pub fn replace_block(&mut self, at: BlockRef, block: Block) -> Option<Block> {
+        let message = self.messages.get_mut(at.message)?;
+        let before = message.chars();
+        let old = message.replace_block(at.block, block)?;
+        self.message_chars = self.message_chars + message.chars() - before;
+        self.epoch += 1;
+        Some(old)
+    }
+
+    /// Replaces the content of the tool_result at `at`; `None` if it is not one.
+    pub fn set_tool_result_content(&mut self, at: BlockRef, content: String) -> Option<()> {
+        let Block::ToolResult(result) = self.messages.get(at.message)?.blocks().get(at.block)?
+        else {
+            return None;
+        };
+        let mut result = result.clone();
+        result.content = Some(ToolResultContent::Text(content));
+        self.replace_block(at, Block::ToolResult(result))
+            .map(|_| ())
+    }
+
+    /// Replaces the messages in `range` with `replacement`.
+    ///
+    /// # Panics
+    /// Never: an out-of-bounds range is clamped to the history.
+    pub fn splice(&mut self, range: Range<usize>, replacement: Vec<Message>) {
+        let end = range.end.min(self.messages.len());
+        let start = range.start.min(end);
+        let added: usize = replacement.iter().map(Message::chars).sum();
+        let removed: usize = self
+            .messages
+            .splice(start..end, replacement)
+            .map(|m| m.chars())
+            .sum();
+        self.message_chars = self.message_chars + added - removed;
+        self.epoch += 1;
+    }
+
+    /// Replaces every message.
+    pub fn replace_all(&mut self, messages: Vec<Message>) {
+        let len = self.messages.len();
+        self.splice(0..len, messages);
+    }
+
+    /// Where every tool_result block is, oldest first.
+    pub fn tool_result_refs(&self) -> Vec<BlockRef> {
+        let mut refs = Vec::new();
+        for (mi, m) in self.messages.iter().enumerate() {
+            for (bi, b) in m.blocks().iter().enumerate() {
+                if matches!(b, Block::ToolResult(_)) {
+                    refs.push(BlockRef {
+                        message: mi,
+                        block: bi,
+                    });
+                }
+            }
+        }
+        refs
+    }
+
+    /// The block at `at`.
+    pub fn block(&self, at: BlockRef) -> Option<&Block> {
+        self.messages.get(at.message)?.blocks().get(at.block)
+    }
+
+    /// Index of the newest assistant message.
+    pub fn last_assistant_index(&self) -> Option<usize> {
+        self.messages
+            .iter()
+            .rposition(|m| m.role() == crate::message::Role::Assistant)
+    }
+
+    /// Consumes the history, returning its messages.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+}
+
+impl From<Vec<Message>> for History {
+    fn from(messages: Vec<Message>) -> Self {
+        History::new(messages)
+    }
+}
+
+impl Serialize for History {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.messages.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for History {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Message>::deserialize(deserializer).map(History::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn actual(h: &History) -> usize {
+        serde_json::to_string(h).unwrap().chars().count()
+    }
+
+    #[test]
+    fn sizes_stay_exact_through_every_edit() {
+        let mut h = History::default();
+        assert_eq!(h.chars(), actual(&h));
+        h.push(Message::user("hello"));
+        h.push(Message::assistant_blocks(vec![Block::tool_use(
+            "t1",
+            "bash",
+            serde_json::json!({"command": "ls"}),
+        )]));
+        h.push(Message::user_blocks(vec![Block::tool_result(
+            "t1",
+            "a\nb\n".repeat(100),
+            false,
+        )]));
+        assert_eq!(h.chars(), actual(&h));
+        let epoch = h.epoch();
+        h.set_tool_result_content(
+            BlockRef {
+                message: 2,
+                block: 0,
+            },
+            "[saved]".into(),
+        )
+        .unwrap();
+        assert!(h.epoch() > epoch);
+        assert_eq!(h.chars(), actual(&h));
+        h.splice(1..3, vec![Message::assistant("done")]);
+        assert_eq!(h.chars(), actual(&h));
+        assert_eq!(
+            h.chars_from(1),
+            actual(&h) - actual(&History::new(vec![Message::user("hello")]))
+        );
+        h.splice(5..9, vec![]);
+        h.pop();
+        assert_eq!(h.chars(), actual(&h));
+        assert!(
+            h.set_tool_result_content(
+                BlockRef {
+                    message: 0,
+                    block: 0
+                },
+                "x".into()
+            )
+            .is_none()
+        );
+    }
+}
