@@ -8,7 +8,9 @@
 //! trait that the caller implements.
 
 pub mod history;
+pub mod import;
 pub mod message;
+pub mod store;
 pub mod validate;
 
 pub use history::{BlockRef, History};
@@ -16,4 +18,5 @@ pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
     ToolResultContent, ToolUse, json_chars,
 };
+pub use store::{Store, StoreError, write_atomic};
 pub use validate::{ValidationError, validate};

@@ -1,0 +1,1 @@
+//! Importers of recorded agent sessions into the conversation model.
