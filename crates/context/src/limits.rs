@@ -1,0 +1,125 @@
+//! The thresholds the pipeline works with.
+//!
+//! Sizes of individual tool results are always in characters (they are about
+//! what a result looks like); the context limit, target and `clear_at_least`
+//! are in the unit of the [`Meter`](crate::meter::Meter) in use: characters for
+//! the seed's `teaching` preset, tokens for real models.
+
+/// Every threshold of the pipeline in one value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Compaction starts when the context measures above this (meter units).
+    pub context_limit: u64,
+    /// micro_compact and fit_tool_results work down to this (meter units).
+    pub target: u64,
+    /// tool_result_budget acts when the newest batch of results exceeds this (chars).
+    pub batch_budget_chars: usize,
+    /// Only results above this are persisted by tool_result_budget (chars).
+    pub large_result_chars: usize,
+    /// Characters of a persisted result kept in context as a preview.
+    pub preview_chars: usize,
+    /// Preview size when fit_tool_results has to squeeze results further.
+    pub fit_preview_chars: usize,
+    /// snip_compact acts above this many messages; `None` turns it off.
+    pub max_messages: Option<usize>,
+    /// Messages snip_compact keeps at the head (the original task lives there).
+    pub snip_keep_head: usize,
+    /// Messages snip_compact keeps at the tail.
+    pub snip_keep_tail: usize,
+    /// Newest tool results micro_compact never replaces.
+    pub keep_recent_results: usize,
+    /// Results this short or shorter are never replaced by a placeholder (chars).
+    pub placeholder_floor_chars: usize,
+    /// Messages reactive_compact keeps verbatim.
+    pub reactive_keep: usize,
+    /// micro_compact acts only if it can free at least this much (meter units),
+    /// so that the provider's cached prefix is not broken for a small gain.
+    pub clear_at_least: u64,
+    /// The summarizer sees at most this many characters of the history.
+    pub summary_input_chars: usize,
+}
+
+/// The inputs of the token-based policy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TokenBudget {
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// Tokens kept free for the model's answer.
+    pub reserved_output_tokens: u64,
+    /// Fraction of the usable window at which compaction starts.
+    pub auto_compact_fraction: f64,
+}
+
+impl TokenBudget {
+    /// The default fraction at which compaction starts.
+    pub const DEFAULT_FRACTION: f64 = 0.85;
+
+    /// A budget for a window with the default fraction.
+    pub fn new(context_window: u64, reserved_output_tokens: u64) -> Self {
+        TokenBudget {
+            context_window,
+            reserved_output_tokens,
+            auto_compact_fraction: Self::DEFAULT_FRACTION,
+        }
+    }
+}
+
+impl Limits {
+    /// The seed's character limits, exactly: 50,000-char context, 200,000-char
+    /// batch, 30,000-char large result, 2,000-char preview, 50 messages, keep 3.
+    /// Meant to be used with the [`CharMeter`](crate::meter::CharMeter), to watch every step happen.
+    pub fn teaching() -> Self {
+        Limits {
+            context_limit: 50_000,
+            target: 40_000,
+            batch_budget_chars: 200_000,
+            large_result_chars: 30_000,
+            preview_chars: 2_000,
+            fit_preview_chars: 1_000,
+            max_messages: Some(50),
+            snip_keep_head: 3,
+            snip_keep_tail: 47,
+            keep_recent_results: 3,
+            placeholder_floor_chars: 120,
+            reactive_keep: 5,
+            clear_at_least: 0,
+            summary_input_chars: 80_000,
+        }
+    }
+
+    /// whittle's token policy for a model's window.
+    ///
+    /// Compaction is rare and acts in large steps: it starts at
+    /// `auto_compact_fraction` of the usable window, works down to half of
+    /// that, and frees at least a fifth of the limit, so that the history's
+    /// cached prefix is rewritten seldom. Per-batch result budgets shrink with
+    /// small windows so one batch never fills the context.
+    pub fn tokens(budget: TokenBudget) -> Self {
+        let usable = budget
+            .context_window
+            .saturating_sub(budget.reserved_output_tokens)
+            .max(1);
+        let fraction = budget.auto_compact_fraction.clamp(0.05, 1.0);
+        let context_limit = ((usable as f64) * fraction) as u64;
+        // A batch may take about a quarter of the usable window (≈4 chars/token).
+        let batch = usize::try_from(usable)
+            .unwrap_or(usize::MAX)
+            .clamp(8_000, 200_000);
+        Limits {
+            context_limit,
+            target: context_limit / 2,
+            batch_budget_chars: batch,
+            large_result_chars: (batch / 4).clamp(2_000, 30_000),
+            preview_chars: 2_000,
+            fit_preview_chars: 1_000,
+            max_messages: None,
+            snip_keep_head: 3,
+            snip_keep_tail: 47,
+            keep_recent_results: 3,
+            placeholder_floor_chars: 120,
+            reactive_keep: 5,
+            clear_at_least: context_limit / 5,
+            summary_input_chars: 80_000,
+        }
+    }
+}

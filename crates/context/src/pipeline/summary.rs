@@ -1,0 +1,158 @@
+//! The steps that call the summarizer: last resort, and recovery from overflow.
+
+use super::tidy::fit_results_to;
+use super::{Ctx, Outcome, Step, StepReport, Trigger};
+use crate::history::History;
+use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
+use crate::message::Message;
+use crate::pairs::safe_cut_at_or_before;
+use crate::summarize::{SummarizeError, Summarizer, bounded_transcript};
+
+/// Step 4. Writes the whole history to a transcript, asks for a factual
+/// summary of a bounded rendering of it (retrying once with half the input
+/// if the summarizer says it is too long), and replaces the history with one
+/// `[Compacted]` message carrying the current request, the summary as
+/// reference data, and the transcript's path. Not applied if that message
+/// would not be smaller than the history.
+pub fn compact_history(
+    history: &mut History,
+    cx: &Ctx,
+    request: &str,
+    summarizer: &mut dyn Summarizer,
+    focus: Option<&str>,
+    trigger: Trigger,
+) -> StepReport {
+    let mut report = StepReport::new(
+        Step::CompactHistory,
+        trigger,
+        cx.measure(history),
+        cx.meter.unit(),
+    );
+    if history.is_empty() {
+        report.outcome = Outcome::NotApplied("the history is empty".into());
+        return report;
+    }
+    let replacement = match summarize_into(
+        history.messages(),
+        cx,
+        request,
+        summarizer,
+        focus,
+        COMPACTED_HEADER,
+        &mut report,
+    ) {
+        Some(m) => m,
+        None => return report,
+    };
+    if replacement.chars() >= history.chars() {
+        report.outcome = Outcome::NotApplied("the summary is not smaller than the history".into());
+        return report;
+    }
+    report.changed = history.len();
+    history.replace_all(vec![replacement]);
+    report.outcome = Outcome::Applied;
+    report.after = cx.measure(history);
+    report
+}
+
+/// After the provider rejected a request as too long: writes the transcript,
+/// keeps the newest `reactive_keep` messages (moved back so no pair is split),
+/// and replaces everything before them with one `[Reactive compact]` summary
+/// message. If the kept messages alone are still above the target, their
+/// largest results become persisted previews too, since the meter has just
+/// been proven to underestimate.
+pub fn reactive_compact(
+    history: &mut History,
+    cx: &Ctx,
+    request: &str,
+    summarizer: &mut dyn Summarizer,
+) -> StepReport {
+    let mut report = StepReport::new(
+        Step::ReactiveCompact,
+        Trigger::Overflow,
+        cx.measure(history),
+        cx.meter.unit(),
+    );
+    let messages = history.messages();
+    let tail_start = safe_cut_at_or_before(
+        messages,
+        messages.len().saturating_sub(cx.limits.reactive_keep),
+    );
+    if tail_start > 0 {
+        let Some(summary) = summarize_into(
+            &messages[..tail_start],
+            cx,
+            request,
+            summarizer,
+            None,
+            REACTIVE_HEADER,
+            &mut report,
+        ) else {
+            return report;
+        };
+        history.splice(0..tail_start, vec![summary]);
+        report.changed = tail_start;
+        report.outcome = Outcome::Applied;
+    }
+    if let Some(fit) = fit_results_to(
+        history,
+        cx,
+        cx.limits.target,
+        Step::ReactiveCompact,
+        Trigger::Overflow,
+    ) {
+        report.changed += fit.changed;
+        report.paths.extend(fit.paths);
+        if fit.outcome == Outcome::Applied {
+            report.outcome = Outcome::Applied;
+        }
+    }
+    if report.outcome != Outcome::Applied && matches!(report.outcome, Outcome::NotApplied(_)) {
+        report.outcome = Outcome::NotApplied("nothing left to summarize or shrink".into());
+    }
+    report.after = cx.measure(history);
+    report
+}
+
+/// Transcript, bounded summary (with one retry on "input too long"), and the
+/// replacement message. On failure records it in `report` and returns `None`.
+fn summarize_into(
+    messages: &[Message],
+    cx: &Ctx,
+    request: &str,
+    summarizer: &mut dyn Summarizer,
+    focus: Option<&str>,
+    header: &str,
+    report: &mut StepReport,
+) -> Option<Message> {
+    let transcript = match cx.store.write_transcript(messages) {
+        Ok(p) => p,
+        Err(e) => {
+            report.outcome = Outcome::Failed(e.to_string());
+            return None;
+        }
+    };
+    report.paths.push(transcript.clone());
+    let mut window = cx.limits.summary_input_chars;
+    let mut attempt = 0;
+    let summary = loop {
+        let input = [Message::user(bounded_transcript(messages, window))];
+        match summarizer.summarize(&input, focus) {
+            Ok(s) => break s,
+            Err(SummarizeError::InputTooLong) if attempt == 0 => {
+                attempt += 1;
+                window /= 2;
+            }
+            Err(e) => {
+                report.outcome = Outcome::Failed(e.to_string());
+                return None;
+            }
+        }
+    };
+    Some(compacted_message(
+        header,
+        request,
+        summary.trim(),
+        &transcript,
+    ))
+}

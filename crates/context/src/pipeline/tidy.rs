@@ -1,0 +1,317 @@
+//! The steps that cost no model call: persist, snip, replace, fit.
+
+use super::{Ctx, Outcome, Step, StepReport, Trigger};
+use crate::history::{BlockRef, History};
+use crate::markers::{
+    archive_marker, is_archive_marker, persisted_output, saved_path, saved_placeholder,
+};
+use crate::message::{Block, Role, ToolResult};
+use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
+use std::path::PathBuf;
+
+/// Step 1. If the newest user message's tool_results together exceed the
+/// batch budget, persists the largest ones above the large-result limit,
+/// largest first, until the batch fits. Each becomes a persisted-output
+/// marker with a preview; results already persisted are left alone.
+pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport> {
+    let last = history.len().checked_sub(1)?;
+    let message = history.last()?;
+    // The message's JSON is never shorter than its results' text: a free precheck.
+    if message.role() != Role::User || message.chars() <= cx.limits.batch_budget_chars {
+        return None;
+    }
+    let mut ranked: Vec<(usize, usize)> = message
+        .blocks()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.as_tool_result().map(|r| (i, r.content_chars())))
+        .collect();
+    let mut total: usize = ranked.iter().map(|(_, n)| n).sum();
+    if total <= cx.limits.batch_budget_chars {
+        return None;
+    }
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+
+    let mut report = StepReport::new(
+        Step::ToolResultBudget,
+        Trigger::BatchOverBudget,
+        cx.measure(history),
+        cx.meter.unit(),
+    );
+    for (block, chars) in ranked {
+        if total <= cx.limits.batch_budget_chars {
+            break;
+        }
+        if chars <= cx.limits.large_result_chars {
+            continue;
+        }
+        let at = BlockRef {
+            message: last,
+            block,
+        };
+        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        if saved_path(result, cx.store).is_some() {
+            continue;
+        }
+        match persist_preview(history, cx, at, cx.limits.preview_chars) {
+            Ok((path, new_chars)) => {
+                total = total - chars + new_chars;
+                report.paths.push(path);
+                report.changed += 1;
+            }
+            Err(e) => report.outcome = Outcome::Failed(e),
+        }
+    }
+    finish(report, history, cx)
+}
+
+/// Step 2. Above `max_messages`, keeps the first `snip_keep_head` and the last
+/// `snip_keep_tail` messages (cut points moved so no pair is split), writes
+/// the whole history to a transcript first, and puts an archive marker where
+/// the middle was. A middle that is only an earlier marker is left alone.
+pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
+    let max = cx.limits.max_messages?;
+    if history.len() <= max {
+        return None;
+    }
+    let messages = history.messages();
+    let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
+    let tail_start = safe_cut_at_or_before(
+        messages,
+        messages.len().saturating_sub(cx.limits.snip_keep_tail),
+    );
+    if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
+        return None;
+    }
+    let mut report = StepReport::new(
+        Step::SnipCompact,
+        Trigger::TooManyMessages,
+        cx.measure(history),
+        cx.meter.unit(),
+    );
+    let removed_chars: usize = messages[head_end..tail_start]
+        .iter()
+        .map(|m| m.chars())
+        .sum();
+    // The marker's length is known up to the path; a generous path length decides.
+    if removed_chars <= 400 {
+        report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
+        return Some(report);
+    }
+    let transcript = match cx.store.write_transcript(messages) {
+        Ok(p) => p,
+        Err(e) => {
+            report.outcome = Outcome::Failed(e.to_string());
+            return Some(report);
+        }
+    };
+    let count = tail_start - head_end;
+    history.splice(
+        head_end..tail_start,
+        vec![archive_marker(count, &transcript)],
+    );
+    report.paths.push(transcript);
+    report.changed = count;
+    report.outcome = Outcome::Applied;
+    report.after = cx.measure(history);
+    Some(report)
+}
+
+/// Step 3. Only when over the context limit: replaces results the model has
+/// already seen, oldest first and except the newest `keep_recent_results`,
+/// with `[Earlier tool result saved at PATH]`, saving each first, until the
+/// context is at the target and at least `clear_at_least` was freed. Does
+/// nothing if it could not free `clear_at_least` in all: a small gain is not
+/// worth rewriting the provider's cached prefix.
+pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
+    let before = cx.measure(history);
+    if before <= cx.limits.context_limit {
+        return None;
+    }
+    // Results after the newest assistant message have not been seen yet.
+    let seen_before = history.last_assistant_index().unwrap_or(0);
+    let refs = history.tool_result_refs();
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
+    let mut candidates = Vec::new();
+    let mut freeable = 0usize;
+    for at in refs[..protected_from].iter().copied() {
+        if at.message >= seen_before {
+            break;
+        }
+        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        let chars = result.content_chars();
+        if chars <= cx.limits.placeholder_floor_chars {
+            continue;
+        }
+        let saved = saved_path(result, cx.store);
+        if saved
+            .as_ref()
+            .is_some_and(|p| saved_placeholder(p).chars().count() >= chars)
+        {
+            continue; // already a placeholder
+        }
+        // A conservative guess of the placeholder's size; the exact one is checked below.
+        freeable += chars.saturating_sub(200);
+        candidates.push((at, saved));
+    }
+    let mut report = StepReport::new(
+        Step::MicroCompact,
+        Trigger::OverLimit,
+        before,
+        cx.meter.unit(),
+    );
+    if candidates.is_empty() {
+        return None;
+    }
+    let goal = cx.limits.clear_at_least;
+    if cx.meter.chars_to_units(freeable) < goal {
+        report.outcome = Outcome::NotApplied(format!(
+            "could free only {} {}, less than clear_at_least",
+            cx.meter.chars_to_units(freeable),
+            cx.meter.unit().as_str()
+        ));
+        return Some(report);
+    }
+    for (at, saved) in candidates {
+        let now = cx.measure(history);
+        if now <= cx.limits.target && before.saturating_sub(now) >= goal {
+            break;
+        }
+        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        let path = match saved {
+            Some(p) => p,
+            None => match cx
+                .store
+                .persist_tool_result(&result.tool_use_id, &result.full_text())
+            {
+                Ok(p) => {
+                    report.paths.push(p.clone());
+                    p
+                }
+                Err(e) => {
+                    report.outcome = Outcome::Failed(e.to_string());
+                    continue;
+                }
+            },
+        };
+        let placeholder = saved_placeholder(&path);
+        if placeholder.chars().count() >= result.content_chars() {
+            continue;
+        }
+        if history.set_tool_result_content(at, placeholder).is_some() {
+            report.changed += 1;
+        }
+    }
+    finish(report, history, cx)
+}
+
+/// Step 3b. Still over the limit after micro_compact: the largest results,
+/// whether seen or not, become persisted previews of `fit_preview_chars`,
+/// largest first, until the context is at the target.
+pub fn fit_tool_results(history: &mut History, cx: &Ctx) -> Option<StepReport> {
+    let before = cx.measure(history);
+    if before <= cx.limits.context_limit {
+        return None;
+    }
+    fit_results_to(
+        history,
+        cx,
+        cx.limits.target,
+        Step::FitToolResults,
+        Trigger::OverLimit,
+    )
+}
+
+/// Persists results, largest first, as short previews until `history`
+/// measures at most `goal`. Shared by fit_tool_results and reactive_compact.
+pub(super) fn fit_results_to(
+    history: &mut History,
+    cx: &Ctx,
+    goal: u64,
+    step: Step,
+    trigger: Trigger,
+) -> Option<StepReport> {
+    let preview = cx.limits.fit_preview_chars;
+    // A persisted marker adds its path and framing to the preview.
+    let floor = preview + 400;
+    let mut ranked: Vec<(BlockRef, usize)> = history
+        .tool_result_refs()
+        .into_iter()
+        .filter_map(|at| {
+            let r = history.block(at)?.as_tool_result()?;
+            let chars = r.content_chars();
+            (chars > floor).then_some((at, chars))
+        })
+        .collect();
+    if ranked.is_empty() {
+        return None;
+    }
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+    let mut report = StepReport::new(step, trigger, cx.measure(history), cx.meter.unit());
+    for (at, _) in ranked {
+        if cx.measure(history) <= goal {
+            break;
+        }
+        match persist_preview(history, cx, at, preview) {
+            Ok((path, _)) => {
+                report.paths.push(path);
+                report.changed += 1;
+            }
+            Err(e) => report.outcome = Outcome::Failed(e),
+        }
+    }
+    finish(report, history, cx)
+}
+
+/// Saves the result at `at` (unless it is already saved in the store) and
+/// replaces its content by a persisted-output marker with a preview.
+/// Returns the path and the new content's size in chars.
+fn persist_preview(
+    history: &mut History,
+    cx: &Ctx,
+    at: BlockRef,
+    preview_chars: usize,
+) -> Result<(PathBuf, usize), String> {
+    let result: &ToolResult = history
+        .block(at)
+        .and_then(Block::as_tool_result)
+        .ok_or_else(|| "no tool_result there".to_string())?;
+    // An already-saved result keeps its file; the preview is of the file, not of the marker.
+    let (path, source) = match saved_path(result, cx.store) {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            (p, text)
+        }
+        None => {
+            let full = result.full_text();
+            let p = cx
+                .store
+                .persist_tool_result(&result.tool_use_id, &full)
+                .map_err(|e| e.to_string())?;
+            (p, full)
+        }
+    };
+    let marker = persisted_output(&path, &source, preview_chars);
+    let new_chars = marker.chars().count();
+    history
+        .set_tool_result_content(at, marker)
+        .ok_or_else(|| "no tool_result there".to_string())?;
+    Ok((path, new_chars))
+}
+
+/// Fills in `after` and the outcome of a tidy step.
+fn finish(mut report: StepReport, history: &History, cx: &Ctx) -> Option<StepReport> {
+    report.after = cx.measure(history);
+    if report.changed > 0 {
+        report.outcome = Outcome::Applied;
+    } else if report.outcome == Outcome::NotApplied(String::new()) {
+        report.outcome = Outcome::NotApplied("nothing could be reduced".into());
+    }
+    Some(report)
+}
