@@ -57,40 +57,49 @@ pub fn bounded_transcript(messages: &[Message], max_chars: usize) -> String {
     let tail_budget = max_chars - head_budget;
 
     // Render lazily from both ends, so a 50 MB history costs only the window.
-    let mut head = String::new();
-    let mut head_chars = 0;
-    let mut head_end = 0;
-    while head_end < messages.len() && head_chars < head_budget {
-        let part = render_message(&messages[head_end]);
-        head_chars += part.chars().count();
-        head.push_str(&part);
-        head_end += 1;
-    }
     let mut tail_parts: Vec<String> = Vec::new();
     let mut tail_chars = 0;
     let mut tail_start = messages.len();
-    while tail_start > head_end && tail_chars < tail_budget {
+    while tail_start > 0 && tail_chars < tail_budget {
         tail_start -= 1;
         let part = render_message(&messages[tail_start]);
         tail_chars += part.chars().count();
         tail_parts.push(part);
     }
     tail_parts.reverse();
+    let mut head = String::new();
+    let mut head_chars = 0;
+    let mut head_end = 0;
+    while head_end < tail_start && head_chars < head_budget {
+        let part = render_message(&messages[head_end]);
+        head_chars += part.chars().count();
+        head.push_str(&part);
+        head_end += 1;
+    }
     let tail: String = tail_parts.concat();
+    let total = head_chars + tail_chars;
 
-    let whole_chars = head_chars + tail_chars;
-    if tail_start == head_end && whole_chars <= max_chars {
-        return head + &tail;
+    if head_end == tail_start {
+        // Everything is rendered: whole if it fits, else cut the concatenation.
+        let whole = head + &tail;
+        if total <= max_chars {
+            return whole;
+        }
+        let kept_head = prefix_chars(&whole, head_budget);
+        let kept_tail = suffix_chars(&whole, tail_budget);
+        let omitted = total - head_budget - tail_budget;
+        return format!("{kept_head}\n\n[... {omitted} characters omitted ...]\n\n{kept_tail}");
     }
-    // Something in between, or the ends themselves are too long: cut.
-    let head_kept = prefix_chars(&head, head_budget);
-    let tail_kept = suffix_chars(&tail, tail_budget);
-    let mut omitted =
-        head_chars - head_kept.chars().count() + tail_chars - tail_kept.chars().count();
-    for m in &messages[head_end..tail_start] {
-        omitted += render_message(m).chars().count();
-    }
-    format!("{head_kept}\n\n[... {omitted} characters omitted ...]\n\n{tail_kept}")
+    let kept_head = prefix_chars(&head, head_budget);
+    let kept_tail = suffix_chars(&tail, tail_budget);
+    // The middle is counted by its JSON size: close enough, and free.
+    let middle: usize = messages[head_end..tail_start]
+        .iter()
+        .map(Message::chars)
+        .sum();
+    let omitted =
+        head_chars - kept_head.chars().count() + middle + tail_chars - kept_tail.chars().count();
+    format!("{kept_head}\n\n[... about {omitted} characters omitted ...]\n\n{kept_tail}")
 }
 
 /// One message as plain text for the summarizer.

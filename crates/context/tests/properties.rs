@@ -1,0 +1,203 @@
+//! Invariants of the pipeline over generated histories: requests stay valid,
+//! the active request survives, and nothing that leaves the context is lost.
+
+mod common;
+
+use common::{Recording, file_text};
+use proptest::prelude::*;
+use serde_json::json;
+use whittle_context::{
+    Block, CharMeter, Compactor, History, Limits, Message, Store, TokenBudget, TokenMeter,
+    recovery, validate,
+};
+
+#[derive(Clone, Debug)]
+struct Turn {
+    text: usize,
+    thinking: bool,
+    unknown: bool,
+    results: Vec<(usize, bool)>, // (size, content as blocks)
+    follow_up: Option<usize>,
+}
+
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        4 => 0usize..200,
+        4 => 200usize..6_000,
+        2 => 6_000usize..40_000,
+        1 => 100_000usize..260_000,
+    ]
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    (
+        prop_oneof![3 => 0usize..300, 1 => 300usize..30_000],
+        any::<bool>(),
+        prop::bool::weighted(0.2),
+        prop::collection::vec((size(), prop::bool::weighted(0.2)), 0..4),
+        prop::option::weighted(0.15, 1usize..2_000),
+    )
+        .prop_map(|(text, thinking, unknown, results, follow_up)| Turn {
+            text,
+            thinking,
+            unknown,
+            results,
+            follow_up,
+        })
+}
+
+const ID_PREFIXES: [&str; 5] = ["toolu_", "../../etc/", "", "ü/\0", "call."];
+
+/// Builds a valid history ending in a user message, as before a model call.
+fn build(turns: &[Turn], request: &str) -> History {
+    let mut h = History::new(vec![Message::user(request)]);
+    let mut seed = 0;
+    for (t, turn) in turns.iter().enumerate() {
+        let mut blocks = Vec::new();
+        if turn.thinking {
+            blocks.push(Block::Thinking(whittle_context::Thinking {
+                thinking: "hmm".into(),
+                signature: Some(format!("sig{t}==")),
+                extra: Default::default(),
+            }));
+        }
+        if turn.text > 0 || turn.results.is_empty() {
+            blocks.push(Block::text(file_text(t, turn.text.max(1))));
+        }
+        if turn.unknown {
+            blocks.push(Block::Unknown(
+                json!({"type": "server_tool_use", "id": format!("s{t}"), "input": {}}),
+            ));
+        }
+        let mut results = Vec::new();
+        for (k, (n, as_blocks)) in turn.results.iter().enumerate() {
+            let id = format!("{}{t}_{k}", ID_PREFIXES[(t + k) % ID_PREFIXES.len()]);
+            blocks.push(Block::tool_use(
+                id.clone(),
+                "bash",
+                json!({"command": format!("cat f{t}")}),
+            ));
+            seed += 1;
+            let text = file_text(seed, *n);
+            results.push(if *as_blocks {
+                Block::ToolResult(whittle_context::ToolResult {
+                    tool_use_id: id,
+                    content: Some(whittle_context::ToolResultContent::Blocks(vec![
+                        Block::text(text),
+                        Block::Image(whittle_context::Image {
+                            source: json!({"type": "base64", "media_type": "image/png", "data": "iVBOR"}),
+                            extra: Default::default(),
+                        }),
+                    ])),
+                    is_error: None,
+                    extra: Default::default(),
+                })
+            } else {
+                Block::tool_result(id, text, k == 1)
+            });
+        }
+        h.push(Message::assistant_blocks(blocks));
+        if !results.is_empty() {
+            h.push(Message::user_blocks(results));
+        }
+        match turn.follow_up {
+            Some(n) => h.push(Message::user(file_text(1000 + t, n))),
+            None if turn.results.is_empty() => h.push(Message::user("go on")),
+            None => {}
+        }
+    }
+    h
+}
+
+fn contains_request(h: &History, request: &str) -> bool {
+    h.messages().iter().any(|m| m.text().contains(request))
+}
+
+fn limits_strategy() -> impl Strategy<Value = (Limits, bool)> {
+    prop_oneof![
+        Just((Limits::teaching(), false)),
+        (8_000u64..60_000).prop_map(|w| (Limits::tokens(TokenBudget::new(w, 1_000)), true)),
+    ]
+}
+
+fn compactor(dir: &std::path::Path, limits: Limits, tokens: bool) -> Compactor {
+    let meter: Box<dyn whittle_context::Meter + Send> = if tokens {
+        Box::new(TokenMeter::default())
+    } else {
+        Box::new(CharMeter)
+    };
+    Compactor::new(limits, Store::new(dir), meter)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prepare_keeps_requests_valid_and_loses_nothing(
+        turns in prop::collection::vec(turn(), 1..40),
+        (limits, tokens) in limits_strategy(),
+        rounds in 1usize..4,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let request = "TASK: fix the parser";
+        let mut h = build(&turns, request);
+        prop_assert_eq!(validate(h.messages()), Ok(()));
+        let original = h.messages().to_vec();
+        let mut c = compactor(dir.path(), limits.clone(), tokens);
+        let mut s = Recording::default();
+        for _ in 0..rounds {
+            let outcome = c.prepare(&mut h, request, &mut s);
+            prop_assert_eq!(validate(h.messages()), Ok(()), "after {:?}", outcome.reports);
+            prop_assert!(contains_request(&h, request));
+            let lost = recovery::check(&original, &h, c.store());
+            prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
+            prop_assert!(outcome.after <= outcome.before);
+        }
+    }
+
+    #[test]
+    fn reactive_compact_keeps_requests_valid_and_loses_nothing(
+        turns in prop::collection::vec(turn(), 1..30),
+        (limits, tokens) in limits_strategy(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let request = "TASK: port the tests";
+        let mut h = build(&turns, request);
+        let original = h.messages().to_vec();
+        let mut c = compactor(dir.path(), limits, tokens);
+        let report = c.reactive_compact(&mut h, request, &mut Recording::default());
+        prop_assert_eq!(validate(h.messages()), Ok(()), "after {:?}", report);
+        prop_assert!(contains_request(&h, request));
+        let lost = recovery::check(&original, &h, c.store());
+        prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
+    }
+
+    #[test]
+    fn prepare_leaves_a_history_under_every_limit_unchanged(
+        turns in prop::collection::vec(turn(), 1..12),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::teaching();
+        let mut h = build(&turns, "TASK");
+        let last_batch: usize = h.last().unwrap().tool_results().map(|r| r.content_chars()).sum();
+        prop_assume!(h.chars() <= 50_000 && h.len() <= 50 && last_batch <= limits.batch_budget_chars);
+        let kept = h.clone();
+        let mut c = compactor(dir.path(), limits, false);
+        let outcome = c.prepare(&mut h, "TASK", &mut Recording::default());
+        prop_assert!(outcome.reports.is_empty());
+        prop_assert_eq!(h, kept);
+        prop_assert!(!dir.path().join("transcripts").exists());
+    }
+
+    #[test]
+    fn cached_sizes_match_serialization(turns in prop::collection::vec(turn(), 1..8)) {
+        let h = build(&turns, "TASK");
+        prop_assert_eq!(h.chars(), serde_json::to_string(&h).unwrap().chars().count());
+        for m in h.messages() {
+            let v = serde_json::to_value(m).unwrap();
+            let back: Message = serde_json::from_value(v.clone()).unwrap();
+            prop_assert_eq!(&back, m);
+            prop_assert_eq!(serde_json::to_value(&back).unwrap(), v);
+        }
+    }
+}
