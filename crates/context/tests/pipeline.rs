@@ -1,6 +1,8 @@
 //! The seed's three experiments and the pipeline's safety rules, on the
 //! teaching preset (character limits) with real files in a temp store.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{Recording, file_text, read_call, result};

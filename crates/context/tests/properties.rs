@@ -1,6 +1,8 @@
 //! Invariants of the pipeline over generated histories: requests stay valid,
 //! the active request survives, and nothing that leaves the context is lost.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{Recording, file_text};
