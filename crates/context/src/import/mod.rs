@@ -1,1 +1,333 @@
 //! Importers of recorded agent sessions into the conversation model.
+//!
+//! `whittle replay` measures the compaction pipeline on sessions recorded by
+//! other agents. Each importer turns one file into [`Conversation`]s whose
+//! messages pass [`validate`](crate::validate()), because replay must only send
+//! requests the API would accept. The format is detected from the content,
+//! never from the file name:
+//! - Claude Code session logs (JSONL events), see [`Format::ClaudeCode`];
+//! - mini-swe-agent trajectories, see [`Format::MiniSweAgent`];
+//! - OpenAI chat-completions message lists, see [`Format::OpenAiMessages`];
+//! - whittle's own session logs: recognized, not imported yet.
+//!
+//! Recordings break the pairing rules in ordinary ways (a crash mid-tool,
+//! an interrupted turn). Such faults are repaired minimally, without losing
+//! content, and counted in [`Conversation::repairs`]; see [`INTERRUPTED`].
+//! A JSONL file whose final line was cut by a crash mid-write is read up to
+//! that line, which counts as one repair; every other malformed input is an
+//! [`ImportError`] naming the file and the line or JSON path.
+
+mod claude_code;
+mod draft;
+mod error;
+mod jsonl;
+mod mini_swe_agent;
+mod openai;
+mod tree;
+
+pub use draft::{INTERRUPTED, MISSING_OPENING};
+pub use error::ImportError;
+pub use mini_swe_agent::{TRAJECTORY_FORMAT, bash_blocks};
+pub use openai::RAW_ARGUMENTS_KEY;
+pub use tree::{ImportedFile, import_tree, trace_files};
+
+use crate::message::Message;
+use crate::validate::validate;
+use draft::Draft;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One recorded conversation, ready to replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conversation {
+    /// A stable name: the file name without its extension (and without
+    /// `.traj`); a subagent's is `<session>/<file stem>`, a sidechain's inside
+    /// a session file `<session>/agent-<agentId>`.
+    pub id: String,
+    /// The file it came from.
+    pub source: PathBuf,
+    /// The format it was read as.
+    pub format: Format,
+    /// The system prompt, when the recording has one.
+    pub system: Option<String>,
+    /// The messages, valid for the Messages API.
+    pub messages: Vec<Message>,
+    /// Where the recording agent compacted its own context, in order.
+    pub compaction_boundaries: Vec<Boundary>,
+    /// How many faults were repaired to make the messages valid (0 for a
+    /// clean recording); see the module documentation.
+    pub repairs: usize,
+}
+
+/// A compaction the recording agent performed (e.g. Claude Code's `/compact`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// Index in [`Conversation::messages`] of the first message after the
+    /// compaction (in Claude Code, the summary); `messages.len()` when the
+    /// recording ends at the boundary.
+    pub index: usize,
+    /// What started it, as recorded (`"auto"`, `"manual"`), when known.
+    pub trigger: Option<String>,
+    /// The context size in tokens just before it, when recorded.
+    pub pre_tokens: Option<u64>,
+}
+
+/// The recording formats this module knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// whittle's own `.whittle/sessions/*.jsonl`; detected, not importable yet.
+    WhittleSession,
+    /// Claude Code's session JSONL; how events map is documented on the
+    /// `claude_code` module (user/assistant events kept, parts of one response
+    /// merged, `compact_boundary` kept as a boundary, the rest skipped).
+    ClaudeCode,
+    /// mini-swe-agent's `mini-swe-agent-1` trajectory; each fenced bash block
+    /// becomes a `bash` tool call answered by the next user message.
+    MiniSweAgent,
+    /// A JSON array of OpenAI chat messages, or `{"messages": [...]}`.
+    OpenAiMessages,
+}
+
+impl Format {
+    /// A short name for tables and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::WhittleSession => "whittle-session",
+            Format::ClaudeCode => "claude-code",
+            Format::MiniSweAgent => "mini-swe-agent",
+            Format::OpenAiMessages => "openai-messages",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Imports every conversation in one file, whatever its name.
+///
+/// A Claude Code session's subagents live in other files; import those (or
+/// the whole folder with [`import_tree`]) to get them.
+pub fn import_path(path: &Path) -> Result<Vec<Conversation>, ImportError> {
+    let bytes = fs::read(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ImportError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let id = conversation_id(path);
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => import_document(path, &id, value, bytes),
+        // Not one JSON document: JSON Lines, if the first line says so.
+        Err(whole) => match jsonl::first_value(bytes) {
+            Some(Value::Object(first)) if jsonl_format(&first).is_some() => {
+                import_jsonl(path, &id, &first, bytes)
+            }
+            _ => Err(ImportError::Syntax {
+                path: path.to_path_buf(),
+                line: whole.line(),
+                column: whole.column(),
+                reason: jsonl::reason(&whole),
+            }),
+        },
+    }
+}
+
+/// A file that is a single JSON value.
+fn import_document(
+    path: &Path,
+    id: &str,
+    value: Value,
+    bytes: &[u8],
+) -> Result<Vec<Conversation>, ImportError> {
+    let unknown = |reason: String| ImportError::UnknownFormat {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let object = match value {
+        Value::Array(messages) => return Ok(vec![openai::import(path, id, "", &messages)?]),
+        Value::Object(object) => object,
+        other => return Err(unknown(format!("a lone JSON {}", json_kind(&other)))),
+    };
+    if let Some(format) = object.get("trajectory_format") {
+        return match format.as_str() {
+            Some(TRAJECTORY_FORMAT) => Ok(vec![mini_swe_agent::import(path, id, &object)?]),
+            _ => Err(unknown(format!(
+                "trajectory_format {} is not {TRAJECTORY_FORMAT:?}",
+                error::one_line(&format.to_string())
+            ))),
+        };
+    }
+    if let Some(messages) = object.get("messages") {
+        return match messages {
+            Value::Array(messages) => Ok(vec![openai::import(path, id, "messages", messages)?]),
+            _ => Err(ImportError::BadValue {
+                path: path.to_path_buf(),
+                at: "messages".into(),
+                reason: "expected an array of messages".into(),
+            }),
+        };
+    }
+    // A JSON Lines file with a single line.
+    if jsonl_format(&object).is_some() {
+        return import_jsonl(path, id, &object, bytes);
+    }
+    Err(unknown(
+        "a JSON object without \"messages\", \"trajectory_format\" or a Claude Code event \"type\""
+            .into(),
+    ))
+}
+
+/// The format of a JSON Lines file, judged by its first object.
+fn jsonl_format(first: &Map<String, Value>) -> Option<Format> {
+    if looks_like_whittle_session(first) {
+        Some(Format::WhittleSession)
+    } else if claude_code::looks_like_event(first) {
+        Some(Format::ClaudeCode)
+    } else {
+        None
+    }
+}
+
+/// TODO(whittle-session): whittle's session log format is not written yet.
+/// When it is, replace this guess with a check of its real first event, and
+/// add `whittle_session.rs` with the import that `import_jsonl` calls.
+fn looks_like_whittle_session(first: &Map<String, Value>) -> bool {
+    first.contains_key("whittle_session")
+        || first
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| f.starts_with("whittle-session"))
+}
+
+fn import_jsonl(
+    path: &Path,
+    id: &str,
+    first: &Map<String, Value>,
+    bytes: &[u8],
+) -> Result<Vec<Conversation>, ImportError> {
+    match jsonl_format(first) {
+        Some(Format::ClaudeCode) => claude_code::import(path, id, jsonl::parse(path, bytes)?),
+        // TODO(whittle-session): import whittle's own session logs here.
+        Some(format) => Err(ImportError::Unsupported {
+            path: path.to_path_buf(),
+            format,
+        }),
+        None => Err(ImportError::UnknownFormat {
+            path: path.to_path_buf(),
+            reason: "JSON Lines whose first line is not a known event".into(),
+        }),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The id of the conversation a file holds; see [`Conversation::id`].
+fn conversation_id(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut stem = name.as_str();
+    for suffix in [".jsonl", ".json"] {
+        if stem.len() > suffix.len()
+            && stem.is_char_boundary(stem.len() - suffix.len())
+            && stem[stem.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+        {
+            stem = &stem[..stem.len() - suffix.len()];
+            break;
+        }
+    }
+    let stem = stem.strip_suffix(".traj").unwrap_or(stem);
+    let parent = path.parent();
+    let in_subagents = parent
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "subagents");
+    match parent.and_then(Path::parent).and_then(Path::file_name) {
+        Some(session) if in_subagents => format!("{}/{stem}", session.to_string_lossy()),
+        _ => stem.to_string(),
+    }
+}
+
+/// System prompt parts joined by a blank line; `None` when there are none.
+fn system_text<S: AsRef<str>>(parts: &[S]) -> Option<String> {
+    if parts.is_empty() {
+        return None;
+    }
+    Some(
+        parts
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    )
+}
+
+/// Repairs a draft and checks the result, so that no importer can hand out
+/// a conversation the validator rejects.
+fn finish(
+    path: &Path,
+    id: String,
+    format: Format,
+    system: Option<String>,
+    draft: Draft,
+) -> Result<Conversation, ImportError> {
+    let finished = draft.finish();
+    if finished.messages.is_empty() {
+        return Err(ImportError::NoMessages {
+            path: path.to_path_buf(),
+            id,
+        });
+    }
+    if let Err(source) = validate(&finished.messages) {
+        return Err(ImportError::Invalid {
+            path: path.to_path_buf(),
+            id,
+            source,
+        });
+    }
+    Ok(Conversation {
+        id,
+        source: path.to_path_buf(),
+        format,
+        system,
+        messages: finished.messages,
+        compaction_boundaries: finished.boundaries,
+        repairs: finished.repairs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_come_from_the_file_name() {
+        assert_eq!(conversation_id(Path::new("a/b/s1.jsonl")), "s1");
+        assert_eq!(conversation_id(Path::new("x.traj.json")), "x");
+        assert_eq!(conversation_id(Path::new("X.JSON")), "X");
+        assert_eq!(
+            conversation_id(Path::new("p/s1/subagents/agent-a1.jsonl")),
+            "s1/agent-a1"
+        );
+        assert_eq!(conversation_id(Path::new("subagents/a.json")), "a");
+        assert_eq!(conversation_id(Path::new("é.jsonl")), "é");
+    }
+}

@@ -1,0 +1,290 @@
+//! Claude Code session logs (`~/.claude/projects/<dir>/<session>.jsonl`).
+//!
+//! One JSON event per line. What becomes conversation, and why:
+//! - `user` and `assistant` events: their `message.content` verbatim (text,
+//!   tool_use, tool_result, thinking with its signature, anything else as
+//!   raw JSON). Other fields of `message` (model, usage, stop_reason) and of
+//!   the event (`toolUseResult`, the harness's parsed copy of a tool output;
+//!   `uuid`, `cwd`, ...) are bookkeeping, not what the model saw, and are left out.
+//! - `isMeta` user events (skill bodies, command caveats, hook reminders) are
+//!   kept: Claude Code hides them from the person but sends them to the model.
+//!   The compaction summary (`isCompactSummary`) is kept the same way.
+//! - One API response is logged as several `assistant` events sharing
+//!   `message.id`, one block each, with the results of parallel tool calls
+//!   logged between them. Such events are merged into one message (blocks in
+//!   order) as long as only tool_result messages came between them; the
+//!   results then follow the merged message, as in the request Claude Code sent.
+//! - `system` events with `subtype: "compact_boundary"` become boundaries
+//!   (`compactMetadata.trigger`, `preTokens`); the next message, the summary,
+//!   is the boundary's index. All other `system` events, `progress`,
+//!   `file-history-snapshot`, `summary`, `queue-operation` and unknown types
+//!   are skipped. An event whose `uuid` was already seen is skipped.
+//! - `isSidechain` events are a subagent's. A file holding only one agent's
+//!   events (the `<session>/subagents/agent-*.jsonl` files) is one
+//!   conversation. Older logs mixed sidechains into the session file; there
+//!   each sidechain becomes its own conversation, `<id>/agent-<agentId>`, or
+//!   `<id>/sidechain-<root uuid>` when the events carry no `agentId`.
+
+use super::draft::{Draft, Mark};
+use super::error::one_line;
+use super::jsonl::{Line, Lines};
+use super::{Conversation, Format, ImportError, finish};
+use crate::message::{Block, Content, Role};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// Whether a JSON object looks like a Claude Code event.
+pub(crate) fn looks_like_event(object: &Map<String, Value>) -> bool {
+    object.get("type").is_some_and(Value::is_string)
+        && [
+            "uuid",
+            "sessionId",
+            "parentUuid",
+            "message",
+            "messageId",
+            "leafUuid",
+        ]
+        .iter()
+        .any(|k| object.contains_key(*k))
+}
+
+/// Which conversation of the file an event belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Agent {
+    Main,
+    Named(String),
+    Chain(String),
+}
+
+/// One conversation being read: the draft and the assistant message that a
+/// later part of the same response may still extend.
+#[derive(Default)]
+struct Reader {
+    draft: Draft,
+    /// `message.id` and entry index of the newest assistant message, while
+    /// only tool results have followed it.
+    open: Option<(String, usize)>,
+}
+
+/// Imports one Claude Code log; `id` names the main conversation.
+pub(crate) fn import(
+    path: &Path,
+    id: &str,
+    lines: Lines,
+) -> Result<Vec<Conversation>, ImportError> {
+    let bad = |line: usize, reason: String| ImportError::BadLine {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let mut events = Vec::with_capacity(lines.lines.len());
+    for Line { number, value } in lines.lines {
+        let Value::Object(event) = value else {
+            return Err(bad(
+                number,
+                format!("expected an event object, found {}", kind(&value)),
+            ));
+        };
+        if !event.get("type").is_some_and(Value::is_string) {
+            return Err(bad(number, "the event has no \"type\" string".into()));
+        }
+        events.push((number, event));
+    }
+
+    let agents = assign_agents(&events);
+    let mut order: Vec<Agent> = Vec::new();
+    let mut readers: HashMap<Agent, Reader> = HashMap::new();
+    let mut seen_uuids: HashSet<&str> = HashSet::new();
+    for ((number, event), agent) in events.iter().zip(agents) {
+        if let Some(uuid) = event.get("uuid").and_then(Value::as_str)
+            && !seen_uuids.insert(uuid)
+        {
+            continue;
+        }
+        let reader = readers.entry(agent.clone()).or_insert_with(|| {
+            order.push(agent);
+            Reader::default()
+        });
+        read_event(reader, event).map_err(|reason| bad(*number, reason))?;
+    }
+
+    if lines.truncated_tail {
+        let first = order
+            .iter()
+            .find(|a| **a == Agent::Main)
+            .or(order.first())
+            .cloned();
+        if let Some(reader) = first.and_then(|a| readers.get_mut(&a)) {
+            reader.draft.count_repair();
+        }
+    }
+
+    let single = order.len() == 1;
+    let mut conversations = Vec::new();
+    for agent in order {
+        let Some(reader) = readers.remove(&agent) else {
+            continue;
+        };
+        if reader.draft.is_empty() {
+            continue;
+        }
+        let conversation_id = match (&agent, single) {
+            (_, true) | (Agent::Main, _) => id.to_string(),
+            (Agent::Named(name), false) => format!("{id}/agent-{name}"),
+            (Agent::Chain(root), false) => format!("{id}/sidechain-{root}"),
+        };
+        conversations.push(finish(
+            path,
+            conversation_id,
+            Format::ClaudeCode,
+            None,
+            reader.draft,
+        )?);
+    }
+    Ok(conversations)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The agent of every event: the session's own, a named subagent, or, for
+/// unnamed sidechain events, the root of their `parentUuid` chain.
+fn assign_agents(events: &[(usize, Map<String, Value>)]) -> Vec<Agent> {
+    let sidechain = |e: &Map<String, Value>| e.get("isSidechain") == Some(&Value::Bool(true));
+    let parents: HashMap<&str, &Map<String, Value>> = events
+        .iter()
+        .filter_map(|(_, e)| Some((e.get("uuid")?.as_str()?, e)))
+        .collect();
+    events
+        .iter()
+        .map(|(_, e)| {
+            if !sidechain(e) {
+                return Agent::Main;
+            }
+            if let Some(name) = e.get("agentId").and_then(Value::as_str) {
+                return Agent::Named(name.to_string());
+            }
+            // Walk up while the parent is a sidechain event; the step limit
+            // makes a cyclic chain terminate.
+            let mut root = e.get("uuid").and_then(Value::as_str).unwrap_or("");
+            let mut current = e;
+            for _ in 0..events.len() {
+                let Some(parent) = current
+                    .get("parentUuid")
+                    .and_then(Value::as_str)
+                    .and_then(|p| parents.get(p))
+                    .filter(|p| sidechain(p))
+                else {
+                    break;
+                };
+                current = parent;
+                root = current.get("uuid").and_then(Value::as_str).unwrap_or(root);
+            }
+            Agent::Chain(root.to_string())
+        })
+        .collect()
+}
+
+/// Adds one event to its conversation; the error is the reason, for the caller to locate.
+fn read_event(reader: &mut Reader, event: &Map<String, Value>) -> Result<(), String> {
+    match event.get("type").and_then(Value::as_str) {
+        Some("user") => {
+            let content = message_content(event)?;
+            let only_results = matches!(&content, Content::Blocks(b)
+                if !b.is_empty() && b.iter().all(|b| matches!(b, Block::ToolResult(_))));
+            reader.draft.push(Role::User, content);
+            if !only_results {
+                reader.open = None;
+            }
+        }
+        Some("assistant") => {
+            let content = message_content(event)?;
+            let message_id = event
+                .get("message")
+                .and_then(|m| m.get("id"))
+                .and_then(Value::as_str);
+            if let (Some(id), Some((open_id, index))) = (message_id, &reader.open)
+                && id == open_id
+                && let Some(entry) = reader.draft.entry_mut(*index)
+            {
+                append(&mut entry.content, content);
+                return Ok(());
+            }
+            let index = reader.draft.push(Role::Assistant, content);
+            reader.open = message_id.map(|id| (id.to_string(), index));
+        }
+        Some("system")
+            if event.get("subtype").and_then(Value::as_str) == Some("compact_boundary") =>
+        {
+            let meta = event.get("compactMetadata");
+            reader.draft.mark(Mark {
+                trigger: meta
+                    .and_then(|m| m.get("trigger"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                pre_tokens: meta
+                    .and_then(|m| m.get("preTokens"))
+                    .and_then(Value::as_u64),
+            });
+            reader.open = None;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `message.content` as the model saw it.
+fn message_content(event: &Map<String, Value>) -> Result<Content, String> {
+    let message = match event.get("message") {
+        Some(Value::Object(m)) => m,
+        Some(other) => return Err(format!("\"message\" is {}, not an object", kind(other))),
+        None => return Err("the event has no \"message\"".into()),
+    };
+    match message.get("content") {
+        Some(Value::String(s)) => Ok(Content::Text(s.clone())),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Object(_) => Ok(Block::from_value(item.clone())),
+                other => Err(format!(
+                    "message.content[{i}] is {}, not a content block object",
+                    kind(other)
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Content::Blocks),
+        Some(other) => Err(format!(
+            "message.content is {}, not a string or an array",
+            kind(other)
+        )),
+        None => Err(format!(
+            "the {} event's message has no \"content\"",
+            one_line(event.get("type").and_then(Value::as_str).unwrap_or("?"))
+        )),
+    }
+}
+
+/// Appends a later part of a response to the message holding the earlier parts.
+fn append(content: &mut Content, part: Content) {
+    let mut blocks = match std::mem::replace(content, Content::Blocks(Vec::new())) {
+        Content::Blocks(b) => b,
+        Content::Text(s) if s.is_empty() => Vec::new(),
+        Content::Text(s) => vec![Block::text(s)],
+    };
+    match part {
+        Content::Blocks(b) => blocks.extend(b),
+        Content::Text(s) if s.is_empty() => {}
+        Content::Text(s) => blocks.push(Block::text(s)),
+    }
+    *content = Content::Blocks(blocks);
+}
