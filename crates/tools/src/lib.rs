@@ -1,1 +1,35 @@
-//! Placeholder: filled in by its issue.
+//! whittle's tools and the permission policy that guards them.
+//!
+//! A [`Tool`] turns a JSON input from the model into a [`ToolOutput`]; it
+//! never panics and reports every failure as text the model can act on. The
+//! [`ToolRegistry`] holds tools by name and lists their specs for the model.
+//! [`permission::PermissionPolicy`] decides, before a call runs, whether to
+//! allow it, ask the user, or refuse.
+//!
+//! This crate knows nothing of the agent loop or of model providers.
+
+mod bash;
+pub mod paths;
+pub mod permission;
+mod read_file;
+mod registry;
+mod search;
+pub mod skills;
+pub mod todo;
+mod tool;
+mod truncate;
+mod write_file;
+
+pub use bash::BashTool;
+pub use permission::{AllowRule, AllowRuleError, Decision, PermissionMode, PermissionPolicy};
+pub use read_file::ReadFileTool;
+pub use registry::ToolRegistry;
+pub use search::{GlobTool, GrepTool};
+pub use skills::{LoadSkillTool, Skill, SkillProblem, Skills};
+pub use todo::{TodoItem, TodoStatus, TodoStore, TodoWriteTool};
+pub use tool::{Tool, ToolContext, ToolOutput, ToolSpec};
+pub use truncate::cap_middle;
+pub use write_file::{EditFileTool, WriteFileTool};
+
+/// Re-exported so callers build a [`ToolContext`] without naming tokio-util.
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,332 @@
+//! `bash`: runs a command in the workspace, in its own process group, with a
+//! timeout, cancellation and a bounded, interleaved output.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::time::Instant;
+
+use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::truncate::HeadTail;
+
+/// How long to keep reading after the shell exits while a background child
+/// still holds the output pipe open.
+const LINGER: Duration = Duration::from_millis(250);
+/// How long to collect what killed processes left in the pipe.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(200);
+
+/// The `bash` tool. Limits are fields so tests and configs can tighten them.
+#[derive(Clone, Debug)]
+pub struct BashTool {
+    default_timeout: Duration,
+    max_timeout: Duration,
+    output_cap: usize,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+            output_cap: 30_000,
+        }
+    }
+}
+
+impl BashTool {
+    /// Sets how many bytes of output are kept (half head, half tail).
+    pub fn with_output_cap(mut self, bytes: usize) -> Self {
+        self.output_cap = bytes;
+        self
+    }
+}
+
+#[derive(Deserialize)]
+struct Input {
+    command: String,
+    #[serde(default)]
+    timeout_secs: Option<f64>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+/// How a run ended.
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Kills the process group when dropped while armed, so a run whose future
+/// is dropped (the agent gave up on it) leaves nothing behind.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        "Run a shell command with `bash -c` in the workspace folder (each call starts fresh there). \
+         stdout and stderr are interleaved; long output keeps its head and tail. The exit code is \
+         reported. Default timeout 120 s, at most 600 (timeout_secs); on timeout the command and \
+         all its children are killed. Stdin is empty: never run interactive programs. Run servers \
+         or long jobs in the background with output redirected to a file. Prefer read_file, \
+         grep and glob for reading and searching."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "The command line, run as `bash -c COMMAND`."},
+                "timeout_secs": {"type": "number", "exclusiveMinimum": 0, "maximum": self.max_timeout.as_secs(), "description": "Seconds before the command is killed (default 120, max 600)."},
+                "description": {"type": "string", "description": "Five to ten words on what the command does, shown to the user."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let input: Input = match parse_input(self.name(), input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            if input.command.trim().is_empty() {
+                return ToolOutput::error("invalid input for bash: `command` is empty");
+            }
+            let timeout = match input.timeout_secs {
+                None => self.default_timeout,
+                Some(t) if !t.is_finite() || t <= 0.0 => {
+                    return ToolOutput::error(format!(
+                        "invalid input for bash: timeout_secs must be a positive number of seconds, got {t}"
+                    ));
+                }
+                Some(t) => Duration::from_secs_f64(t.min(self.max_timeout.as_secs_f64())),
+            };
+            if ctx.cancel_token().is_cancelled() {
+                return ToolOutput::error("bash: cancelled before the command started");
+            }
+            self.execute(&input.command, timeout, ctx).await
+        })
+    }
+}
+
+impl BashTool {
+    async fn execute(&self, command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
+        let (reader, writer) = match std::io::pipe() {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(format!("bash: cannot create a pipe: {e}")),
+        };
+        let writer_err = match writer.try_clone() {
+            Ok(w) => w,
+            Err(e) => return ToolOutput::error(format!("bash: cannot create a pipe: {e}")),
+        };
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(ctx.workspace())
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer_err)
+            .env("PAGER", "cat")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .process_group(0)
+            .kill_on_drop(true);
+        let spawned = cmd.spawn();
+        // The command holds our copies of the pipe's write end; closing them
+        // is what lets the reader see end-of-file.
+        drop(cmd);
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "bash: cannot start the command in {}: {e}",
+                    ctx.workspace().display()
+                ));
+            }
+        };
+        let mut guard = GroupGuard {
+            pgid: child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .map(Pid::from_raw),
+        };
+        let mut rx = match pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+            Ok(rx) => rx,
+            Err(e) => return ToolOutput::error(format!("bash: cannot read the output: {e}")),
+        };
+
+        let mut out = HeadTail::new(self.output_cap / 2, self.output_cap - self.output_cap / 2);
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut eof = false;
+        let deadline = Instant::now() + timeout;
+        let cancel = ctx.cancel_token();
+
+        let ending = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break Ending::Cancelled,
+                _ = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
+                status = child.wait() => match status {
+                    Ok(status) => break Ending::Exited(status),
+                    Err(e) => return ToolOutput::error(format!("bash: lost track of the command: {e}")),
+                },
+                n = rx.read(&mut buf), if !eof => match n {
+                    Ok(0) | Err(_) => eof = true,
+                    Ok(n) => out.push(&buf[..n]),
+                },
+            }
+        };
+
+        let mut notes = Vec::new();
+        match ending {
+            Ending::Exited(_) => {
+                guard.disarm();
+                let linger_until = Instant::now() + LINGER;
+                let complete =
+                    drain(&mut rx, &mut out, &mut buf, eof, linger_until, Some(cancel)).await;
+                if !complete {
+                    notes.push(format!(
+                        "[the shell exited but a background process still holds its output open; stopped reading after {} ms (redirect background output to a file)]",
+                        LINGER.as_millis()
+                    ));
+                }
+            }
+            Ending::TimedOut | Ending::Cancelled => {
+                guard.kill();
+                guard.disarm();
+                let _ = child.wait().await;
+                drain(
+                    &mut rx,
+                    &mut out,
+                    &mut buf,
+                    eof,
+                    Instant::now() + DRAIN_AFTER_KILL,
+                    None,
+                )
+                .await;
+            }
+        }
+
+        let empty = out.is_empty();
+        let (mut text, lossy) = out.finish();
+        if empty {
+            text.push_str("(no output)");
+        }
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if lossy {
+            notes.push(
+                "[note: the output was not valid UTF-8; invalid bytes are shown as U+FFFD]"
+                    .to_owned(),
+            );
+        }
+        let is_error = match ending {
+            Ending::Exited(status) => {
+                match (status.code(), status.signal()) {
+                    (Some(code), _) => notes.push(format!("[exit code: {code}]")),
+                    (None, Some(sig)) => notes.push(format!("[killed by signal {sig}]")),
+                    (None, None) => notes.push("[exit status unknown]".to_owned()),
+                }
+                !status.success()
+            }
+            Ending::TimedOut => {
+                notes.push(format!(
+                    "[timed out after {} s: the command and its whole process group were killed; pass a larger timeout_secs (max {}) or run it in the background with output redirected to a file]",
+                    fmt_secs(timeout),
+                    self.max_timeout.as_secs()
+                ));
+                true
+            }
+            Ending::Cancelled => {
+                notes.push(
+                    "[cancelled: the command and its whole process group were killed]".to_owned(),
+                );
+                true
+            }
+        };
+        text.push_str(&notes.join("\n"));
+        ToolOutput {
+            content: text,
+            is_error,
+        }
+    }
+}
+
+/// Reads what is left in the pipe until end-of-file or `until`; true when
+/// end-of-file was reached.
+async fn drain(
+    rx: &mut pipe::Receiver,
+    out: &mut HeadTail,
+    buf: &mut [u8],
+    mut eof: bool,
+    until: Instant,
+    cancel: Option<&tokio_util::sync::CancellationToken>,
+) -> bool {
+    while !eof {
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = cancelled => return false,
+            _ = tokio::time::sleep_until(until) => return false,
+            n = rx.read(buf) => match n {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+        }
+    }
+    true
+}
+
+fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{}", d.as_secs())
+    } else {
+        format!("{s:.1}")
+    }
+}

@@ -1,0 +1,254 @@
+//! `read_file`: numbered lines of a text file, in bounded memory and output.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::truncate::{cap_line, thousands};
+
+/// Lines shown when the model gives no limit.
+const DEFAULT_LIMIT: u64 = 2000;
+/// Characters shown of one line.
+const MAX_LINE_CHARS: usize = 2000;
+/// Bytes of one line kept in memory (enough for MAX_LINE_CHARS of any UTF-8).
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
+/// Characters of output before the listing stops.
+const MAX_OUTPUT_CHARS: usize = 60_000;
+/// Bytes sniffed for a NUL to call a file binary.
+const SNIFF_BYTES: usize = 8192;
+
+/// The `read_file` tool.
+#[derive(Debug, Default)]
+pub struct ReadFileTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    path: String,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+impl Tool for ReadFileTool {
+    fn name(&self) -> &str {
+        "read_file"
+    }
+
+    fn description(&self) -> &str {
+        "Read a text file. Lines are numbered like `cat -n` (the numbers are not part of the file). \
+         Reads up to 2000 lines from `offset` (1-based line number); use offset/limit to page \
+         through long files. Very long lines are cut. Binary files are refused. The path is \
+         relative to the workspace or absolute."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File to read, relative to the workspace or absolute."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to show (default 2000)."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let input: Input = match parse_input(self.name(), input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            if input.path.is_empty() {
+                return ToolOutput::error("invalid input for read_file: `path` is empty");
+            }
+            if input.limit == Some(0) {
+                return ToolOutput::error(
+                    "invalid input for read_file: `limit` must be at least 1",
+                );
+            }
+            let path = ctx.resolve(&input.path);
+            let shown = ctx.display(&path);
+            let offset = input.offset.unwrap_or(1).max(1);
+            let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+            let job =
+                tokio::task::spawn_blocking(move || read_numbered(&path, &shown, offset, limit));
+            match job.await {
+                Ok(out) => out,
+                Err(e) => ToolOutput::error(format!("read_file failed: {e}")),
+            }
+        })
+    }
+}
+
+/// Does the blocking work of `read_file`.
+fn read_numbered(path: &PathBuf, shown: &str, offset: u64, limit: u64) -> ToolOutput {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("file not found: {shown}"));
+        }
+        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::error(format!(
+            "{shown} is a directory, not a file; use glob to list its files"
+        ));
+    }
+    match read_lines(path, offset, limit) {
+        Ok(Listing::Binary) => ToolOutput::error(format!(
+            "{shown} is a binary file ({} bytes); read_file shows text only",
+            thousands(meta.len())
+        )),
+        Ok(Listing::Text(l)) => render(shown, offset, &l),
+        Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+    }
+}
+
+enum Listing {
+    Binary,
+    Text(Lines),
+}
+
+struct Lines {
+    numbered: String,
+    first_shown: u64,
+    last_shown: u64,
+    total: u64,
+    lossy: bool,
+    stopped_for_size: bool,
+}
+
+fn read_lines(path: &Path, offset: u64, limit: u64) -> io::Result<Listing> {
+    let mut file = File::open(path)?;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)?;
+    if head.contains(&0) {
+        return Ok(Listing::Binary);
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(file));
+    let mut l = Lines {
+        numbered: String::new(),
+        first_shown: 0,
+        last_shown: 0,
+        total: 0,
+        lossy: false,
+        stopped_for_size: false,
+    };
+    let end = offset.saturating_add(limit);
+    let mut line = Vec::new();
+    while let Some(len) = read_line_capped(&mut reader, &mut line)? {
+        l.total += 1;
+        let n = l.total;
+        if n < offset || n >= end || l.stopped_for_size {
+            continue;
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        let text = match std::str::from_utf8(&line) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                l.lossy = true;
+                String::from_utf8_lossy(&line).into_owned()
+            }
+        };
+        let mut text = cap_line(&text, MAX_LINE_CHARS);
+        if len > MAX_LINE_BYTES {
+            text.push_str(&format!(" [line is {} bytes long]", thousands(len as u64)));
+        }
+        if l.numbered.len() + text.len() > MAX_OUTPUT_CHARS && l.first_shown != 0 {
+            l.stopped_for_size = true;
+            continue;
+        }
+        if l.first_shown == 0 {
+            l.first_shown = n;
+        }
+        l.last_shown = n;
+        l.numbered.push_str(&format!("{n:>6}\t{text}\n"));
+    }
+    Ok(Listing::Text(l))
+}
+
+/// Reads one line into `out`, keeping at most MAX_LINE_BYTES of it; returns
+/// the line's full length, or `None` at end of file.
+fn read_line_capped(reader: &mut impl BufRead, out: &mut Vec<u8>) -> io::Result<Option<usize>> {
+    out.clear();
+    let mut total = 0usize;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((total > 0).then_some(total));
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(Some(total));
+        }
+    }
+}
+
+fn render(shown: &str, offset: u64, l: &Lines) -> ToolOutput {
+    if l.total == 0 {
+        return ToolOutput::ok(format!("({shown} is empty)"));
+    }
+    if l.first_shown == 0 {
+        return ToolOutput::error(format!(
+            "offset {offset} is past the end of {shown}, which has {} lines",
+            thousands(l.total)
+        ));
+    }
+    let mut out = l.numbered.clone();
+    if l.lossy {
+        out.push_str("[note: the file is not valid UTF-8; invalid bytes are shown as U+FFFD]\n");
+    }
+    if l.first_shown > 1 || l.last_shown < l.total {
+        let why = if l.stopped_for_size {
+            format!(
+                " (output capped at {} chars)",
+                thousands(MAX_OUTPUT_CHARS as u64)
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "[showing lines {}-{} of {}{why}",
+            l.first_shown,
+            l.last_shown,
+            thousands(l.total)
+        ));
+        if l.last_shown < l.total {
+            out.push_str(&format!("; pass offset={} to read on", l.last_shown + 1));
+        }
+        out.push_str("]\n");
+    }
+    ToolOutput::ok(out)
+}

@@ -1,0 +1,258 @@
+//! `write_file` and `edit_file`: the tools that change files, both writing
+//! through `whittle_context::write_atomic` so a crash never leaves half a file.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use similar::TextDiff;
+
+use crate::paths::real_path;
+use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::truncate::{cap_middle, thousands};
+
+/// Characters of diff shown after an edit.
+const MAX_DIFF_CHARS: usize = 20_000;
+
+/// The `write_file` tool.
+#[derive(Debug, Default)]
+pub struct WriteFileTool;
+
+/// The `edit_file` tool.
+#[derive(Debug, Default)]
+pub struct EditFileTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteInput {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditInput {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// Where a write really lands: through symlinks to their target, so that
+/// writing a symlinked file updates the file instead of replacing the link.
+fn write_target(path: &Path) -> PathBuf {
+    real_path(path).unwrap_or_else(|| path.to_path_buf())
+}
+
+/// Writes atomically and keeps the old file's permissions (an executable
+/// script stays executable).
+fn write_preserving(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let old_perms = fs::metadata(path).ok().map(|m| m.permissions());
+    whittle_context::write_atomic(path, bytes)?;
+    if let Some(perms) = old_perms {
+        fs::set_permissions(path, perms)?;
+    }
+    Ok(())
+}
+
+impl Tool for WriteFileTool {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+
+    fn description(&self) -> &str {
+        "Create a file or replace its whole content; parent folders are created. Prefer edit_file \
+         for changing part of an existing file. The path is relative to the workspace or absolute."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File to write, relative to the workspace or absolute."},
+                "content": {"type": "string", "description": "The complete new content."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let input: WriteInput = match parse_input(self.name(), input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            if input.path.is_empty() {
+                return ToolOutput::error("invalid input for write_file: `path` is empty");
+            }
+            let path = ctx.resolve(&input.path);
+            let shown = ctx.display(&path);
+            let job =
+                tokio::task::spawn_blocking(move || write_file(&path, &shown, &input.content));
+            job.await
+                .unwrap_or_else(|e| ToolOutput::error(format!("write_file failed: {e}")))
+        })
+    }
+}
+
+fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
+    let target = write_target(path);
+    if target.is_dir() {
+        return ToolOutput::error(format!("{shown} is a directory; give a file path"));
+    }
+    let existed = target.exists();
+    if let Some(parent) = target.parent()
+        && let Err(e) = fs::create_dir_all(parent)
+    {
+        return ToolOutput::error(format!("cannot create the folders for {shown}: {e}"));
+    }
+    if let Err(e) = write_preserving(&target, content.as_bytes()) {
+        return ToolOutput::error(format!("cannot write {shown}: {e}"));
+    }
+    let lines = content.lines().count();
+    ToolOutput::ok(format!(
+        "{} {shown} ({} lines, {} bytes)",
+        if existed { "Overwrote" } else { "Created" },
+        thousands(lines as u64),
+        thousands(content.len() as u64)
+    ))
+}
+
+impl Tool for EditFileTool {
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &str {
+        "Replace exact text in a file. old_string must match the file exactly (whitespace and \
+         indentation included) and exactly once, unless replace_all is true; include enough \
+         surrounding lines to make it unique. Read the file first. Returns a unified diff."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File to edit, relative to the workspace or absolute."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place."},
+                "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence instead of exactly one."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let input: EditInput = match parse_input(self.name(), input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            if input.path.is_empty() {
+                return ToolOutput::error("invalid input for edit_file: `path` is empty");
+            }
+            let path = ctx.resolve(&input.path);
+            let shown = ctx.display(&path);
+            let job = tokio::task::spawn_blocking(move || edit_file(&path, &shown, &input));
+            job.await
+                .unwrap_or_else(|e| ToolOutput::error(format!("edit_file failed: {e}")))
+        })
+    }
+}
+
+fn edit_file(path: &Path, shown: &str, input: &EditInput) -> ToolOutput {
+    if input.old_string.is_empty() {
+        return ToolOutput::error(
+            "old_string is empty; use write_file to create a file or replace all of it",
+        );
+    }
+    if input.old_string == input.new_string {
+        return ToolOutput::error("old_string and new_string are identical; nothing to change");
+    }
+    let target = write_target(path);
+    let bytes = match fs::read(&target) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!(
+                "file not found: {shown} (use write_file to create it)"
+            ));
+        }
+        Err(e) if target.is_dir() => {
+            return ToolOutput::error(format!("{shown} is a directory, not a file ({e})"));
+        }
+        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
+    };
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return ToolOutput::error(format!(
+            "{shown} is a binary file; edit_file edits text only"
+        ));
+    }
+    let Ok(before) = String::from_utf8(bytes) else {
+        return ToolOutput::error(format!(
+            "{shown} is not valid UTF-8; edit_file would corrupt it (use bash for byte-level edits)"
+        ));
+    };
+
+    let (mut old, mut new) = (input.old_string.clone(), input.new_string.clone());
+    let mut count = before.matches(old.as_str()).count();
+    if count == 0 && before.contains("\r\n") && !old.contains('\r') {
+        // The file uses CRLF line endings and the model wrote LF.
+        let (old_crlf, new_crlf) = (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"));
+        let crlf_count = before.matches(old_crlf.as_str()).count();
+        if crlf_count > 0 {
+            (old, new, count) = (old_crlf, new_crlf, crlf_count);
+        }
+    }
+    match count {
+        0 => {
+            let mut msg = format!(
+                "old_string was not found in {shown} (0 matches); it must match the file exactly, \
+                 whitespace and indentation included. Read the file again and copy the text."
+            );
+            let trimmed = input.old_string.trim();
+            if !trimmed.is_empty() && trimmed != input.old_string && before.contains(trimmed) {
+                msg.push_str(" (It does match once leading/trailing whitespace is trimmed.)");
+            }
+            return ToolOutput::error(msg);
+        }
+        n if n > 1 && !input.replace_all => {
+            return ToolOutput::error(format!(
+                "old_string matches {n} times in {shown}; include more surrounding lines to make it \
+                 unique, or set replace_all to true to replace all {n}"
+            ));
+        }
+        _ => {}
+    }
+    let after = if input.replace_all {
+        before.replace(old.as_str(), &new)
+    } else {
+        before.replacen(old.as_str(), &new, 1)
+    };
+    if let Err(e) = write_preserving(&target, after.as_bytes()) {
+        return ToolOutput::error(format!("cannot write {shown}: {e}"));
+    }
+    let diff = TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    ToolOutput::ok(format!(
+        "Edited {shown}: replaced {count} occurrence{}.\n{}",
+        if count == 1 { "" } else { "s" },
+        cap_middle(&diff, MAX_DIFF_CHARS)
+    ))
+}
