@@ -1,0 +1,103 @@
+//! Cost of `prepare` before a model call, on synthetic histories of 100,
+//! 1,000 and 10,000 messages with tool results of mixed sizes (up to ~50 MB).
+//!
+//! - steady: one new turn appended to an already-compacted history, the
+//!   common case, which must cost about nothing;
+//! - first_compaction: the first time the history goes over the limit.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use std::hint::black_box;
+use whittle_context::{
+    Block, Compactor, History, Limits, Message, Store, SummarizeError, Summarizer, TokenBudget,
+    TokenMeter,
+};
+
+struct Fixed;
+impl Summarizer for Fixed {
+    fn summarize(&mut self, _: &[Message], _: Option<&str>) -> Result<String, SummarizeError> {
+        Ok("summary ".repeat(250))
+    }
+}
+
+/// Result sizes cycle through small, medium and large, ~10 KB on average.
+fn result_size(i: usize) -> usize {
+    [200, 1_500, 4_000, 9_000, 35_000][i % 5]
+}
+
+fn turn(i: usize) -> [Message; 2] {
+    let id = format!("toolu_{i:08}");
+    [
+        Message::assistant_blocks(vec![
+            Block::text(format!("Step {i}: looking at the next file.")),
+            Block::tool_use(&id, "read_file", json!({"path": format!("src/f{i}.rs")})),
+        ]),
+        Message::user_blocks(vec![Block::tool_result(
+            &id,
+            format!("{i} fn main() {{}}\n").repeat(result_size(i) / 16),
+            false,
+        )]),
+    ]
+}
+
+fn history(messages: usize) -> History {
+    let mut h = History::new(vec![Message::user("Refactor the crate.")]);
+    for i in 0..messages / 2 {
+        for m in turn(i) {
+            h.push(m);
+        }
+    }
+    h
+}
+
+fn compactor(dir: &std::path::Path) -> Compactor {
+    let limits = Limits::tokens(TokenBudget::new(1_000_000, 32_000));
+    Compactor::new(limits, Store::new(dir), Box::new(TokenMeter::default()))
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("prepare");
+    group.sample_size(20);
+    for n in [100usize, 1_000, 10_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut steady = compactor(dir.path());
+        let mut compacted = history(n);
+        steady.prepare(&mut compacted, "Refactor the crate.", &mut Fixed);
+        let mut next = n;
+        group.bench_with_input(BenchmarkId::new("steady", n), &n, |b, _| {
+            b.iter_batched(
+                || {
+                    let mut h = compacted.clone();
+                    next += 2;
+                    for m in turn(next) {
+                        h.push(m);
+                    }
+                    h
+                },
+                |mut h| {
+                    // Returned, so the history is dropped outside the measurement.
+                    let outcome = steady.prepare(&mut h, "Refactor the crate.", &mut Fixed);
+                    (h, black_box(outcome))
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        let fresh = history(n);
+        group.bench_with_input(BenchmarkId::new("first_compaction", n), &n, |b, _| {
+            b.iter_batched(
+                || (fresh.clone(), tempfile::tempdir().unwrap()),
+                |(mut h, dir)| {
+                    let mut c = compactor(dir.path());
+                    let outcome = c.prepare(&mut h, "Refactor the crate.", &mut Fixed);
+                    (h, dir, black_box(outcome))
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
