@@ -34,12 +34,15 @@ pub(crate) fn reason(e: &serde_json::Error) -> String {
     }
 }
 
-/// The first non-blank line, parsed, if it is JSON at all (used to detect the format).
-pub(crate) fn first_value(bytes: &[u8]) -> Option<Value> {
-    let line = bytes
+/// The first two non-blank lines, parsed, as far as they are JSON (used to
+/// tell JSON Lines from a broken JSON document).
+pub(crate) fn first_values(bytes: &[u8]) -> Vec<Value> {
+    bytes
         .split(|b| *b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
-    serde_json::from_slice(line).ok()
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .take(2)
+        .map_while(|l| serde_json::from_slice(l).ok())
+        .collect()
 }
 
 /// Parses every line; see the module documentation for the one tolerated fault.

@@ -127,10 +127,14 @@ pub fn import_path(path: &Path) -> Result<Vec<Conversation>, ImportError> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(value) => import_document(path, &id, value, bytes),
         // Not one JSON document: JSON Lines, if the first line says so.
-        Err(whole) => match jsonl::first_value(bytes) {
-            Some(Value::Object(first)) if jsonl_format(&first).is_some() => {
-                import_jsonl(path, &id, &first, bytes)
+        Err(whole) => match jsonl::first_values(bytes).as_slice() {
+            [Value::Object(first), ..] if jsonl_format(first).is_some() => {
+                import_jsonl(path, &id, first, bytes)
             }
+            [Value::Object(_), Value::Object(_)] => Err(ImportError::UnknownFormat {
+                path: path.to_path_buf(),
+                reason: "JSON Lines whose first line is not a Claude Code event".into(),
+            }),
             _ => Err(ImportError::Syntax {
                 path: path.to_path_buf(),
                 line: whole.line(),
