@@ -35,7 +35,7 @@ const MAX_LISTED_DESCRIPTION: usize = 1024;
 const MAX_NAME_CHARS: usize = 64;
 
 /// Why a SKILL.md could not be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SkillError {
     /// The file does not start with a `---` line.
     #[error("no front matter: the file must start with a line `---`")]
@@ -303,26 +303,36 @@ impl Skills {
             .filter(|p| p.is_dir())
             .collect();
         folders.sort();
+        let mut found: Vec<Skill> = Vec::new();
         for folder in folders {
             let path = folder.join("SKILL.md");
             match load(&path) {
-                Ok(parsed) => {
-                    if out.skills.iter().any(|s| s.name == parsed.name) {
-                        out.problems.push(SkillProblem {
-                            path,
-                            message: format!("a skill named {:?} already exists", parsed.name),
-                        });
-                    } else {
-                        out.skills.push(Skill {
-                            name: parsed.name,
-                            description: parsed.description,
-                            path,
-                        });
-                    }
-                }
+                Ok(parsed) => found.push(Skill {
+                    name: parsed.name,
+                    description: parsed.description,
+                    path,
+                }),
                 Err(message) => out.problems.push(SkillProblem { path, message }),
             }
         }
+        // Of skills sharing a name, the one in the folder of that name wins.
+        let in_own_folder = |s: &Skill| folder_name(&s.path).is_some_and(|f| f == s.name);
+        for skill in &found {
+            let winner = found
+                .iter()
+                .filter(|s| s.name == skill.name)
+                .find(|s| in_own_folder(s))
+                .or_else(|| found.iter().find(|s| s.name == skill.name));
+            if winner.is_some_and(|w| w.path == skill.path) {
+                out.skills.push(skill.clone());
+            } else {
+                out.problems.push(SkillProblem {
+                    path: skill.path.clone(),
+                    message: format!("a skill named {:?} already exists", skill.name),
+                });
+            }
+        }
+        out.problems.sort_by(|a, b| a.path.cmp(&b.path));
         out
     }
 
@@ -349,19 +359,24 @@ impl Skills {
     /// Finds a skill by its name, or by its folder name.
     pub fn find(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name).or_else(|| {
-            self.skills.iter().find(|s| {
-                s.path
-                    .parent()
-                    .and_then(Path::file_name)
-                    .is_some_and(|f| f == name)
-            })
+            self.skills
+                .iter()
+                .find(|s| folder_name(&s.path) == Some(name))
         })
     }
 }
 
+/// The name of the folder holding a SKILL.md.
+fn folder_name(skill_md: &Path) -> Option<&str> {
+    skill_md.parent()?.file_name()?.to_str()
+}
+
 /// Reads and parses one SKILL.md, with a one-line error.
 fn load(path: &Path) -> Result<ParsedSkill, String> {
-    let meta = fs::metadata(path).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let meta = fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "the folder has no SKILL.md".to_owned(),
+        _ => format!("cannot read SKILL.md: {e}"),
+    })?;
     if meta.len() > MAX_SKILL_BYTES {
         return Err(format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes"));
     }
@@ -422,12 +437,11 @@ impl Tool for LoadSkillTool {
 fn load_by_name(workspace: &Path, name: &str) -> ToolOutput {
     let skills = Skills::discover(workspace);
     let Some(skill) = skills.find(name) else {
-        if let Some(p) = skills.problems.iter().find(|p| {
-            p.path
-                .parent()
-                .and_then(Path::file_name)
-                .is_some_and(|f| f == name)
-        }) {
+        if let Some(p) = skills
+            .problems
+            .iter()
+            .find(|p| folder_name(&p.path) == Some(name))
+        {
             return ToolOutput::error(format!(
                 "skill {name:?} cannot be loaded: {} ({})",
                 p.message,

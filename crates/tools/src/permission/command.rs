@@ -36,6 +36,8 @@ pub(crate) struct Analysis {
     pub segments: Vec<Segment>,
     /// Why parsing was incomplete, if it was.
     pub problem: Option<String>,
+    /// True when some script level contains a fork bomb written as code.
+    pub fork_bomb: bool,
 }
 
 fn program_name(word: &str) -> &str {
@@ -53,12 +55,14 @@ pub(crate) fn analyze(src: &str) -> Analysis {
     let mut out = Analysis {
         segments: Vec::new(),
         problem: parsed.problem.clone(),
+        fork_bomb: false,
     };
     collect(&parsed, 0, &mut out);
     out
 }
 
 fn collect(parsed: &Parsed, depth: usize, out: &mut Analysis) {
+    out.fork_bomb |= parsed.unquoted.iter().any(|s| is_fork_bomb(s));
     for cmd in &parsed.commands {
         unwrap_command(cmd, depth, out);
     }
@@ -486,7 +490,7 @@ fn kill_targets(args: &[String]) -> Vec<&str> {
     if let Some(first) = args.first() {
         if first == "-s" || first == "-n" {
             i = 2;
-        } else if first.starts_with('-') && first != "--" && first != "-1" {
+        } else if first.starts_with('-') && first != "--" && args.len() > 1 {
             i = 1;
         }
     }
@@ -499,7 +503,7 @@ fn kill_targets(args: &[String]) -> Vec<&str> {
 }
 
 /// A `name() { name | name & }; name` fork bomb anywhere in the text.
-pub(crate) fn is_fork_bomb(src: &str) -> bool {
+fn is_fork_bomb(src: &str) -> bool {
     let compact: String = src.chars().filter(|c| !c.is_whitespace()).collect();
     let mut search = 0;
     while let Some(pos) = compact[search..].find("(){") {
@@ -804,15 +808,16 @@ pub(crate) fn is_harmless_device(path: &str) -> bool {
 }
 
 /// Words in a segment that name paths: arguments that start with `/`, `~`
-/// or `$HOME`, contain a `..` component, or are `--opt=` / `key=` values
-/// like those; plus redirection targets. An absolute path counts only if its
-/// first component exists, so `/api/v1` in a grep pattern is not a path.
-pub(crate) fn path_words(seg: &Segment) -> Vec<String> {
+/// or `$HOME`, contain a `..` component, go through a symlink in the
+/// workspace, or are `--opt=` / `key=` values like those; plus redirection
+/// targets. An absolute path counts only if its first component exists, so
+/// `/api/v1` in a grep pattern is not a path.
+pub(crate) fn path_words(seg: &Segment, workspace: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut consider = |w: &str| {
         let candidates = std::iter::once(w).chain(w.split_once('=').map(|(_, v)| v));
         for c in candidates {
-            if looks_like_path(c) {
+            if looks_like_path(c) || through_symlink(c, workspace) {
                 out.push(c.to_owned());
                 break;
             }
@@ -827,6 +832,29 @@ pub(crate) fn path_words(seg: &Segment) -> Vec<String> {
         }
     }
     out
+}
+
+/// True when a relative word names an existing path in the workspace that
+/// goes through a symlink (which may lead outside it).
+fn through_symlink(w: &str, workspace: &std::path::Path) -> bool {
+    use std::path::Component;
+    if w.is_empty() || w.starts_with(['-', '/']) {
+        return false;
+    }
+    let mut p = workspace.to_path_buf();
+    for component in std::path::Path::new(w).components() {
+        match component {
+            Component::CurDir => continue,
+            Component::Normal(c) => p.push(c),
+            _ => return false,
+        }
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 fn looks_like_path(w: &str) -> bool {

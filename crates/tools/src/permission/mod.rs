@@ -28,9 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::paths::{real_path, resolve_input};
-use command::{
-    Segment, analyze, deny_reason, destructive_reason, is_fork_bomb, is_read_only, path_words,
-};
+use command::{Segment, analyze, deny_reason, destructive_reason, is_read_only, path_words};
 pub use rules::{AllowRule, AllowRuleError};
 
 /// What the agent should do with a tool call.
@@ -292,10 +290,10 @@ impl PermissionPolicy {
         let Some(command) = input.get("command").and_then(Value::as_str) else {
             return Decision::Allow;
         };
-        if is_fork_bomb(command) {
+        let analysis = analyze(command);
+        if analysis.fork_bomb {
             return Decision::deny("never allowed: a fork bomb");
         }
-        let analysis = analyze(command);
         if let Some(reason) = analysis.segments.iter().find_map(deny_reason) {
             return Decision::deny(format!("never allowed: {reason}"));
         }
@@ -336,7 +334,7 @@ impl PermissionPolicy {
             }
         }
         for seg in &analysis.segments {
-            for word in path_words(seg) {
+            for word in path_words(seg, workspace) {
                 let place = Place::of(workspace, &expand_home(&word));
                 if !place.inside {
                     asks.push((
@@ -350,7 +348,9 @@ impl PermissionPolicy {
             return Decision::Allow;
         }
         let rules: Vec<&AllowRule> = self.rules_for("bash").collect();
-        let whole_line = rules.iter().any(|r| r.is_any() || r.matches_text(command));
+        // A pattern is matched per simple command, never against the whole
+        // line, so `bash(rm build/*)` cannot allow `rm build/x; rm -r src`.
+        let whole_line = rules.iter().any(|r| r.is_any());
         let each_part = asks.iter().all(|(seg, _)| {
             seg.is_some_and(|s| {
                 rules

@@ -14,7 +14,9 @@
 //! matches any characters and everything else is literal; it is checked
 //! against each simple command that raised the question (so
 //! `bash(git status*)` does not allow `git status; rm -rf x`), written either
-//! as given or with wrappers like `timeout 60` removed. For file tools
+//! as given or with wrappers like `timeout 60` removed. A rule lifts every
+//! question its command raised, including one about a path outside the
+//! workspace, so keep patterns narrow. For file tools
 //! (`read_file`, `write_file`, `edit_file`, `glob`, `grep`) the pattern is a
 //! glob over the path relative to the workspace, or over the absolute path
 //! outside it (`*` stays within one folder, `**` crosses folders). For any

@@ -59,6 +59,9 @@ pub(crate) struct Parsed {
     pub commands: Vec<SimpleCommand>,
     /// Why the text could not be fully parsed, if it could not.
     pub problem: Option<String>,
+    /// Each parsed script with quoted text blanked out (as `Q`), for
+    /// patterns that only count when written as code (fork bombs).
+    pub unquoted: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -89,6 +92,7 @@ pub(crate) fn parse_into(src: &str, depth: usize, out: &mut Parsed) {
     if let Some(p) = lexer.problem.take() {
         out.problem.get_or_insert(p);
     }
+    out.unquoted.push(std::mem::take(&mut lexer.unquoted));
     let mut current = SimpleCommand::default();
     let mut pending_redirect: Option<String> = None;
     for token in lexer.tokens {
@@ -147,6 +151,8 @@ struct Lexer {
     /// The next word is a here-document delimiter (`<<-` when true).
     expect_heredoc: Option<bool>,
     problem: Option<String>,
+    /// The source with quoted text replaced by `Q`.
+    unquoted: String,
 }
 
 impl Lexer {
@@ -161,6 +167,7 @@ impl Lexer {
             heredocs: Vec::new(),
             expect_heredoc: None,
             problem: None,
+            unquoted: String::new(),
         }
     }
 
@@ -190,6 +197,25 @@ impl Lexer {
 
     fn run(&mut self) {
         while let Some(c) = self.peek(0) {
+            let start = self.pos;
+            self.step(c);
+            if matches!(c, '\'' | '"') {
+                self.unquoted.push('Q');
+            } else {
+                let end = self.pos.min(self.chars.len());
+                self.unquoted.extend(&self.chars[start.min(end)..end]);
+            }
+        }
+        self.end_word();
+        if !self.heredocs.is_empty() {
+            // A here-document that never started: the text ended on its line.
+            self.heredocs.clear();
+        }
+    }
+
+    /// Consumes the construct that starts with `c`.
+    fn step(&mut self, c: char) {
+        {
             match c {
                 ' ' | '\t' | '\r' => {
                     self.end_word();
@@ -278,11 +304,6 @@ impl Lexer {
                     self.pos += 1;
                 }
             }
-        }
-        self.end_word();
-        if !self.heredocs.is_empty() {
-            // A here-document that never started: the text ended on its line.
-            self.heredocs.clear();
         }
     }
 
