@@ -19,6 +19,8 @@
 //!   is the boundary's index. All other `system` events, `progress`,
 //!   `file-history-snapshot`, `summary`, `queue-operation` and unknown types
 //!   are skipped. An event whose `uuid` was already seen is skipped.
+//!   Assistant messages Claude Code wrote itself (API errors) are kept as
+//!   recorded, like any other event of the conversation.
 //! - `isSidechain` events are a subagent's. A file holding only one agent's
 //!   events (the `<session>/subagents/agent-*.jsonl` files) is one
 //!   conversation. Older logs mixed sidechains into the session file; there

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 use std::path::Path;
 
 /// The only `trajectory_format` this module reads.
-pub const TRAJECTORY_FORMAT: &str = "mini-swe-agent-1";
+pub(crate) const TRAJECTORY_FORMAT: &str = "mini-swe-agent-1";
 
 /// Imports one trajectory document.
 pub(crate) fn import(
@@ -109,7 +109,7 @@ pub(crate) fn import(
 
 /// The bodies of the fenced bash blocks, as `re.findall(r"```bash\s*\n(.*?)\n```",
 /// text, re.DOTALL)` returns them.
-pub fn bash_blocks(text: &str) -> Vec<&str> {
+pub(crate) fn bash_blocks(text: &str) -> Vec<&str> {
     const OPEN: &str = "```bash";
     const CLOSE: &str = "\n```";
     let mut found = Vec::new();

@@ -27,7 +27,6 @@ mod tree;
 
 pub use draft::{INTERRUPTED, MISSING_OPENING};
 pub use error::ImportError;
-pub use mini_swe_agent::{TRAJECTORY_FORMAT, bash_blocks};
 pub use openai::RAW_ARGUMENTS_KEY;
 pub use tree::{ImportedFile, import_tree, trace_files};
 
@@ -43,8 +42,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Conversation {
     /// A stable name: the file name without its extension (and without
-    /// `.traj`); a subagent's is `<session>/<file stem>`, a sidechain's inside
-    /// a session file `<session>/agent-<agentId>`.
+    /// `.traj`). A subagent file's is `<session>/<file stem>`; a sidechain
+    /// inside a session file is `<session>/agent-<agentId>`, or
+    /// `<session>/sidechain-<uuid of its first event>` without an agentId.
     pub id: String,
     /// The file it came from.
     pub source: PathBuf,
@@ -79,14 +79,29 @@ pub struct Boundary {
 pub enum Format {
     /// whittle's own `.whittle/sessions/*.jsonl`; detected, not importable yet.
     WhittleSession,
-    /// Claude Code's session JSONL; how events map is documented on the
-    /// `claude_code` module (user/assistant events kept, parts of one response
-    /// merged, `compact_boundary` kept as a boundary, the rest skipped).
+    /// Claude Code's session JSONL, one event per line. Kept: `user` and
+    /// `assistant` events' `message.content`, verbatim, including `isMeta`
+    /// events (hidden from the person, sent to the model) and the compaction
+    /// summary. Merged: consecutive `assistant` events sharing `message.id`
+    /// (one response), even with tool results logged between them. Boundaries:
+    /// `system` events with subtype `compact_boundary`. Skipped: other
+    /// `system` events, `progress`, `file-history-snapshot`, `summary`,
+    /// unknown types, repeated `uuid`s, and bookkeeping fields (`toolUseResult`,
+    /// `usage`, `model`). Sidechain events in a session file (older logs)
+    /// become their own conversations.
     ClaudeCode,
-    /// mini-swe-agent's `mini-swe-agent-1` trajectory; each fenced bash block
-    /// becomes a `bash` tool call answered by the next user message.
+    /// mini-swe-agent's `mini-swe-agent-1` trajectory. An assistant message
+    /// with exactly one fenced bash block becomes a text block holding the
+    /// whole message as written, then `tool_use{name: "bash", input: {command}}`
+    /// (id `msa-bash-<index in the file>`), answered by the next user message
+    /// verbatim. With no block or several, mini-swe-agent ran nothing and
+    /// replied with a format error, so the message stays text.
     MiniSweAgent,
     /// A JSON array of OpenAI chat messages, or `{"messages": [...]}`.
+    /// Leading `system`/`developer` messages become the system prompt, later
+    /// ones user text; `tool_calls` become tool_use blocks (arguments that are
+    /// not a JSON object are kept under [`RAW_ARGUMENTS_KEY`]); `tool`
+    /// messages become tool_results; `image_url` parts become image blocks.
     OpenAiMessages,
 }
 
@@ -163,10 +178,13 @@ fn import_document(
     };
     if let Some(format) = object.get("trajectory_format") {
         return match format.as_str() {
-            Some(TRAJECTORY_FORMAT) => Ok(vec![mini_swe_agent::import(path, id, &object)?]),
+            Some(mini_swe_agent::TRAJECTORY_FORMAT) => {
+                Ok(vec![mini_swe_agent::import(path, id, &object)?])
+            }
             _ => Err(unknown(format!(
-                "trajectory_format {} is not {TRAJECTORY_FORMAT:?}",
-                error::one_line(&format.to_string())
+                "trajectory_format {} is not {:?}",
+                error::one_line(&format.to_string()),
+                mini_swe_agent::TRAJECTORY_FORMAT
             ))),
         };
     }
