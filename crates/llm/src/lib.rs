@@ -1,1 +1,40 @@
-//! Placeholder: filled in by its issue.
+//! Model providers for whittle.
+//!
+//! A [`Provider`] turns a [`ModelRequest`] (the conversation in the
+//! canonical `whittle_context` model) into an [`EventStream`] of
+//! [`StreamEvent`]s; [`collect`] assembles them into one assistant
+//! [`whittle_context::Message`] with the blocks exactly as sent. Two
+//! providers live here: [`AnthropicProvider`] (Messages API) and
+//! [`OpenAiProvider`] (OpenAI, Ollama, llama.cpp, vLLM, LM Studio). An
+//! in-process engine implements [`Provider`] through [`event_channel`].
+//!
+//! Failures are one [`LlmError`] enum whose messages say what to do and
+//! never contain a key. Retries (rate limits, overload, 5xx, broken
+//! connections before any content) happen inside the stream and are
+//! reported as [`StreamEvent::Retry`].
+
+pub mod anthropic;
+mod collect;
+mod error;
+mod event;
+mod http;
+pub mod models;
+pub mod openai;
+mod provider;
+mod request;
+mod retry;
+mod secret;
+pub mod spec;
+pub mod sse;
+
+pub use anthropic::{AnthropicAuth, AnthropicConfig, AnthropicProvider};
+pub use collect::{Collector, ModelResponse, collect};
+pub use error::LlmError;
+pub use event::{EventStream, StopReason, StreamEvent, Usage};
+pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, model_facts_with};
+pub use openai::{MaxTokensField, OpenAiConfig, OpenAiProvider};
+pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
+pub use request::{ModelRequest, ToolSpec};
+pub use retry::{Attempt, RetryPolicy, retrying};
+pub use secret::Secret;
+pub use spec::{ModelSpec, ProviderKind};
