@@ -36,25 +36,24 @@ impl HeadTail {
             self.head.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
         }
-        for &b in bytes {
-            if self.tail.len() == self.tail_cap {
-                match self.tail.pop_front() {
-                    Some(dropped) => self.note_dropped(dropped),
-                    None => {
-                        self.note_dropped(b);
-                        continue;
-                    }
-                }
-            }
-            self.tail.push_back(b);
+        if bytes.len() >= self.tail_cap {
+            // The whole tail and the front of `bytes` fall out.
+            let (dropped, kept) = bytes.split_at(bytes.len() - self.tail_cap);
+            let old: Vec<u8> = self.tail.drain(..).collect();
+            self.note_dropped(&old);
+            self.note_dropped(dropped);
+            self.tail.extend(kept);
+        } else {
+            let overflow = (self.tail.len() + bytes.len()).saturating_sub(self.tail_cap);
+            let old: Vec<u8> = self.tail.drain(..overflow).collect();
+            self.note_dropped(&old);
+            self.tail.extend(bytes);
         }
     }
 
-    fn note_dropped(&mut self, b: u8) {
-        self.omitted_bytes += 1;
-        if b & 0xC0 != 0x80 {
-            self.omitted_chars += 1;
-        }
+    fn note_dropped(&mut self, bytes: &[u8]) {
+        self.omitted_bytes += bytes.len() as u64;
+        self.omitted_chars += bytes.iter().filter(|b| **b & 0xC0 != 0x80).count() as u64;
     }
 
     /// True when nothing has been collected.

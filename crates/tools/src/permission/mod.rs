@@ -51,14 +51,29 @@ pub enum Decision {
 impl Decision {
     fn ask(reason: impl Into<String>) -> Self {
         Decision::Ask {
-            reason: reason.into(),
+            reason: one_line(reason.into()),
         }
     }
 
     fn deny(reason: impl Into<String>) -> Self {
         Decision::Deny {
-            reason: reason.into(),
+            reason: one_line(reason.into()),
         }
+    }
+
+    /// True for [`Decision::Allow`].
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+/// Reasons quote commands and paths, which may hold line breaks; a reason
+/// is shown on one line.
+fn one_line(reason: String) -> String {
+    if reason.contains(char::is_control) {
+        reason.replace(char::is_control, " ")
+    } else {
+        reason
     }
 }
 

@@ -1,0 +1,128 @@
+//! The registry: specs for the model, the read-only subset, dispatch.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use whittle_tools::{CancellationToken, Tool, ToolContext, ToolOutput, ToolRegistry};
+
+#[test]
+fn specs_are_sorted_json_schema_objects() {
+    let registry = ToolRegistry::builtin();
+    let specs = registry.specs();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "edit_file",
+            "glob",
+            "grep",
+            "load_skill",
+            "read_file",
+            "todo_write",
+            "write_file"
+        ]
+    );
+    for spec in &specs {
+        let schema = &spec.input_schema;
+        assert_eq!(schema["type"], "object", "{}", spec.name);
+        assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
+        let props = schema["properties"].as_object().unwrap();
+        for required in schema["required"].as_array().unwrap() {
+            assert!(
+                props.contains_key(required.as_str().unwrap()),
+                "{}: {required}",
+                spec.name
+            );
+        }
+        for (key, prop) in props {
+            assert!(
+                prop.get("type").is_some(),
+                "{}.{key} has no type",
+                spec.name
+            );
+        }
+        assert!(
+            spec.description.len() > 40,
+            "{} needs a real description",
+            spec.name
+        );
+        let wire = serde_json::to_value(spec).unwrap();
+        assert_eq!(
+            wire.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["name", "description", "input_schema"]
+        );
+    }
+}
+
+#[test]
+fn the_read_only_subset_holds_only_readers() {
+    let registry = ToolRegistry::builtin();
+    let ro = registry.read_only();
+    assert_eq!(
+        ro.names().collect::<Vec<_>>(),
+        ["glob", "grep", "load_skill", "read_file"]
+    );
+    assert!(ro.get("bash").is_none());
+    assert_eq!(registry.len(), 8);
+}
+
+struct Panicky;
+
+impl Tool for Panicky {
+    fn name(&self) -> &str {
+        "panicky"
+    }
+    fn description(&self) -> &str {
+        "panics"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async { panic!("boom") })
+    }
+}
+
+#[tokio::test]
+async fn dispatch_reports_unknown_cancelled_and_panicking_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut registry = ToolRegistry::builtin();
+    assert!(registry.register(Arc::new(Panicky)).is_none());
+    let ctx = ToolContext::new(dir.path());
+
+    let out = registry.run("nope", json!({}), &ctx).await;
+    assert!(out.is_error);
+    assert!(
+        out.content
+            .starts_with("unknown tool \"nope\"; available tools: bash, edit_file")
+    );
+
+    let out = registry.run("panicky", json!({}), &ctx).await;
+    assert_eq!(
+        out,
+        ToolOutput::error("panicky: the tool failed unexpectedly (internal error)")
+    );
+
+    std::fs::write(dir.path().join("a.txt"), "hi\n").unwrap();
+    let out = registry
+        .run("read_file", json!({"path": "a.txt"}), &ctx)
+        .await;
+    assert_eq!(out, ToolOutput::ok("     1\thi\n"));
+
+    let token = CancellationToken::new();
+    token.cancel();
+    let cancelled = ctx.clone().with_cancel(token);
+    let out = registry
+        .run("read_file", json!({"path": "a.txt"}), &cancelled)
+        .await;
+    assert_eq!(
+        out,
+        ToolOutput::error("read_file: cancelled before it started")
+    );
+}
