@@ -1,4 +1,5 @@
 //! The server answered over real loopback TCP with a minimal HTTP/1.1 client.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
 use testkit::{Api, Chunking, ContextLimit, Fault, Reply, TestServer, UsageStyle};
@@ -20,10 +21,7 @@ fn dechunk(head: &str, body: &[u8]) -> Vec<u8> {
     }
     let mut out = Vec::new();
     let mut rest = body;
-    loop {
-        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
         let size =
             usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16).unwrap();
         if size == 0 {
