@@ -16,7 +16,11 @@ use whittle_context::{
 
 struct Fixed;
 impl Summarizer for Fixed {
-    fn summarize(&mut self, _: &[Message], _: Option<&str>) -> Result<String, SummarizeError> {
+    fn summarize(
+        &mut self,
+        _: whittle_context::summarize::SummaryInput<'_>,
+        _: Option<&str>,
+    ) -> Result<String, SummarizeError> {
         Ok("summary ".repeat(250))
     }
 }

@@ -15,6 +15,8 @@ pub struct History {
     /// Sum of the messages' cached sizes.
     message_chars: usize,
     epoch: u64,
+    /// Messages `..unchanged` are byte-identical since the last [`History::mark`].
+    unchanged: usize,
 }
 
 /// Where a tool_result block sits in a history.
@@ -31,6 +33,7 @@ impl History {
     pub fn new(messages: Vec<Message>) -> Self {
         let message_chars = messages.iter().map(Message::chars).sum();
         History {
+            unchanged: messages.len(),
             messages,
             message_chars,
             epoch: 0,
@@ -73,6 +76,18 @@ impl History {
         self.epoch
     }
 
+    /// How many leading messages are unchanged since the last [`History::mark`]
+    /// (appends do not count as changes). A request sent then and one sent
+    /// now share at least this prefix, which the provider may have cached.
+    pub fn unchanged_prefix(&self) -> usize {
+        self.unchanged.min(self.messages.len())
+    }
+
+    /// Marks the current messages as sent; see [`History::unchanged_prefix`].
+    pub fn mark(&mut self) {
+        self.unchanged = self.messages.len();
+    }
+
     /// Appends a message.
     pub fn push(&mut self, message: Message) {
         self.message_chars += message.chars();
@@ -84,6 +99,7 @@ impl History {
         let m = self.messages.pop()?;
         self.message_chars -= m.chars();
         self.epoch += 1;
+        self.unchanged = self.unchanged.min(self.messages.len());
         Some(m)
     }
 
@@ -94,6 +110,7 @@ impl History {
         let old = message.replace_block(at.block, block)?;
         self.message_chars = self.message_chars + message.chars() - before;
         self.epoch += 1;
+        self.unchanged = self.unchanged.min(at.message);
         Some(old)
     }
 
@@ -124,6 +141,7 @@ impl History {
             .sum();
         self.message_chars = self.message_chars + added - removed;
         self.epoch += 1;
+        self.unchanged = self.unchanged.min(start);
     }
 
     /// Replaces every message.
@@ -225,6 +243,23 @@ mod tests {
             h.chars_from(1),
             actual(&h) - actual(&History::new(vec![Message::user("hello")]))
         );
+        h.mark();
+        h.push(Message::user("more"));
+        assert_eq!(h.unchanged_prefix(), 2);
+        h.replace_block(
+            BlockRef {
+                message: 1,
+                block: 0,
+            },
+            Block::text("x"),
+        );
+        assert_eq!(
+            h.unchanged_prefix(),
+            2,
+            "not a block message: nothing changed"
+        );
+        h.splice(1..2, vec![Message::assistant("changed")]);
+        assert_eq!(h.unchanged_prefix(), 1);
         h.splice(5..9, vec![]);
         h.pop();
         assert_eq!(h.chars(), actual(&h));

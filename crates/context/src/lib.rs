@@ -12,7 +12,7 @@
 //!
 //! struct Fixed;
 //! impl Summarizer for Fixed {
-//!     fn summarize(&mut self, _: &[Message], _: Option<&str>) -> Result<String, SummarizeError> {
+//!     fn summarize(&mut self, _: whittle_context::summarize::SummaryInput<'_>, _: Option<&str>) -> Result<String, SummarizeError> {
 //!         Ok("the user wants a haiku".into())
 //!     }
 //! }
@@ -34,6 +34,7 @@ pub mod meter;
 pub mod pairs;
 pub mod pipeline;
 pub mod recovery;
+pub mod replay;
 pub mod store;
 pub mod summarize;
 pub mod validate;

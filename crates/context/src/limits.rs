@@ -16,6 +16,10 @@ pub struct Limits {
     pub batch_budget_chars: usize,
     /// Only results above this are persisted by tool_result_budget (chars).
     pub large_result_chars: usize,
+    /// If set, every new result above this is persisted on arrival, whatever
+    /// the batch's total (chars). Free in cache terms: the newest message was
+    /// never cached. `None` is the seed's rule (only over the batch budget).
+    pub persist_results_above: Option<usize>,
     /// Characters of a persisted result kept in context as a preview.
     pub preview_chars: usize,
     /// Preview size when fit_tool_results has to squeeze results further.
@@ -35,8 +39,12 @@ pub struct Limits {
     /// micro_compact acts only if it can free at least this much (meter units),
     /// so that the provider's cached prefix is not broken for a small gain.
     pub clear_at_least: u64,
-    /// The summarizer sees at most this many characters of the history.
+    /// A bounded transcript for the summarizer holds at most this many characters.
     pub summary_input_chars: usize,
+    /// Histories measuring at most this much (meter units) are summarized in
+    /// place, as a continuation the provider's cache serves; bigger ones as a
+    /// bounded transcript. 0 always uses the transcript, as the seed does.
+    pub summarize_in_place_up_to: u64,
 }
 
 /// The inputs of the token-based policy.
@@ -74,6 +82,7 @@ impl Limits {
             target: 40_000,
             batch_budget_chars: 200_000,
             large_result_chars: 30_000,
+            persist_results_above: None,
             preview_chars: 2_000,
             fit_preview_chars: 1_000,
             max_messages: Some(50),
@@ -84,6 +93,7 @@ impl Limits {
             reactive_keep: 5,
             clear_at_least: 0,
             summary_input_chars: 80_000,
+            summarize_in_place_up_to: 0,
         }
     }
 
@@ -110,6 +120,7 @@ impl Limits {
             target: context_limit / 2,
             batch_budget_chars: batch,
             large_result_chars: (batch / 4).clamp(2_000, 30_000),
+            persist_results_above: Some((batch / 4).clamp(2_000, 30_000)),
             preview_chars: 2_000,
             fit_preview_chars: 1_000,
             max_messages: None,
@@ -120,6 +131,8 @@ impl Limits {
             reactive_keep: 5,
             clear_at_least: context_limit / 5,
             summary_input_chars: 80_000,
+            // Room for the instruction; the answer has the reserved tokens.
+            summarize_in_place_up_to: usable.saturating_sub(1_000),
         }
     }
 }

@@ -346,32 +346,42 @@ fn reactive_compact_keeps_the_newest_five_pair_safe() {
 }
 
 #[test]
-fn micro_compact_waits_until_it_can_free_clear_at_least() {
+fn micro_compact_acts_only_in_steps_of_at_least_clear_at_least() {
     let dir = tempfile::tempdir().unwrap();
-    let mut limits = Limits::tokens(TokenBudget::new(20_000, 2_000));
+    let store = Store::new(dir.path());
+    let meter = TokenMeter::default();
+    let mut limits = Limits::tokens(TokenBudget::new(40_000, 4_000));
     limits.keep_recent_results = 1;
-    let clear = limits.clear_at_least;
-    let mut c = Compactor::new(
-        limits.clone(),
-        Store::new(dir.path()),
-        Box::new(TokenMeter::default()),
-    );
-    let mut h = History::new(vec![Message::user("task")]);
-    // Many short results: each alone frees little.
-    for i in 0..200 {
-        h.push(read_call(&format!("t{i}"), "f"));
-        h.push(result(&format!("t{i}"), file_text(i, 130)));
-    }
-    h.push(Message::assistant("x".repeat(60_000)));
-    h.push(Message::user("go on"));
-    let outcome = c.prepare(&mut h, "task", &mut Recording::default());
-    let micro = outcome
-        .reports
-        .iter()
-        .find(|r| r.step == Step::MicroCompact)
-        .unwrap();
+    let cx = whittle_context::Ctx {
+        limits: &limits,
+        store: &store,
+        meter: &meter,
+    };
+    // Over the limit mostly through assistant text, with `n` old 4,000-char results.
+    let build = |n: usize| {
+        let mut h = History::new(vec![Message::user("task")]);
+        for i in 0..n {
+            h.push(read_call(&format!("t{i}"), "f"));
+            h.push(result(&format!("t{i}"), file_text(i, 4_000)));
+        }
+        h.push(Message::assistant(file_text(99, 130_000)));
+        h.push(Message::user("go on"));
+        h
+    };
+    // Two old results free ~2,000 tokens: less than clear_at_least (6,120).
+    let mut small = build(3);
+    let kept = small.clone();
+    let report = whittle_context::micro_compact(&mut small, &cx).unwrap();
     assert!(
-        matches!(&micro.outcome, Outcome::NotApplied(why) if why.contains("clear_at_least")),
-        "{micro:?} (clear_at_least {clear})"
+        matches!(&report.outcome, Outcome::NotApplied(why) if why.contains("clear_at_least")),
+        "{report:?}"
     );
+    assert_eq!(small, kept);
+    // With enough old results it acts, and frees at least clear_at_least
+    // even though it cannot reach the target.
+    let mut big = build(12);
+    let report = whittle_context::micro_compact(&mut big, &cx).unwrap();
+    assert!(report.applied(), "{report:?}");
+    assert!(report.before - report.after >= limits.clear_at_least);
+    assert_eq!(report.changed, 11);
 }

@@ -15,7 +15,9 @@ mod summary;
 mod tidy;
 
 pub use summary::{compact_history, reactive_compact};
-pub use tidy::{fit_tool_results, micro_compact, snip_compact, tool_result_budget};
+pub use tidy::{
+    cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor, tool_result_budget,
+};
 
 use crate::history::History;
 use crate::limits::Limits;
@@ -268,8 +270,12 @@ impl Compactor {
 
     /// Runs every step in the fixed order, each only if its trigger holds,
     /// and summarizes only if the context is still over the limit after the
-    /// first four. Never loops: if the context is still over the limit, the
-    /// outcome says so and counts it.
+    /// first four. When [`tidy_floor`] shows that micro_compact and
+    /// fit_tool_results together could not reach the limit, they are skipped
+    /// (and run only if the summary fails): editing results that are about to
+    /// be summarized would only hide them from the summarizer. Never loops:
+    /// if the context is still over the limit, the outcome says so and
+    /// counts it.
     pub fn prepare(
         &mut self,
         history: &mut History,
@@ -281,17 +287,25 @@ impl Compactor {
         let mut reports = Vec::new();
         reports.extend(tool_result_budget(history, &cx));
         reports.extend(snip_compact(history, &cx));
-        reports.extend(micro_compact(history, &cx));
-        reports.extend(fit_tool_results(history, &cx));
-        if cx.measure(history) > cx.limits.context_limit {
-            reports.push(compact_history(
-                history,
-                &cx,
-                request,
-                summarizer,
-                None,
-                Trigger::OverLimit,
-            ));
+        let limit = cx.limits.context_limit;
+        // When replacing results cannot reach the limit, summarize the history
+        // as it is: the summarizer sees every result, and the provider's
+        // cached prefix (the previous request) still matches it.
+        let summarize_first = cx.measure(history) > limit && tidy_floor(history, &cx) > limit;
+        if !summarize_first {
+            reports.extend(micro_compact(history, &cx));
+            reports.extend(fit_tool_results(history, &cx));
+        }
+        if cx.measure(history) > limit {
+            let report =
+                compact_history(history, &cx, request, summarizer, None, Trigger::OverLimit);
+            let applied = report.applied();
+            reports.push(report);
+            if !applied && summarize_first {
+                // The summary failed: tidy as far as possible after all.
+                reports.extend(micro_compact(history, &cx));
+                reports.extend(fit_tool_results(history, &cx));
+            }
         }
         let after = cx.measure(history);
         let over_limit = after > self.limits.context_limit;
@@ -307,6 +321,11 @@ impl Compactor {
             over_limit,
             consecutive_over_limit: self.consecutive_over_limit,
         }
+    }
+
+    /// Where to put the extra cache breakpoint for the next request; see [`cache_anchor`].
+    pub fn cache_anchor(&self, history: &History) -> Option<usize> {
+        cache_anchor(history, &self.ctx())
     }
 
     /// Summarizes now, whatever the size: the `compact` tool and `/compact`.

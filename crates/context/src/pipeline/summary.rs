@@ -6,7 +6,8 @@ use crate::history::History;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::message::Message;
 use crate::pairs::safe_cut_at_or_before;
-use crate::summarize::{SummarizeError, Summarizer, bounded_transcript};
+use crate::summarize::{SummarizeError, Summarizer, SummaryInput, bounded_transcript};
+use std::path::PathBuf;
 
 /// Step 4. Writes the whole history to a transcript, asks for a factual
 /// summary of a bounded rendering of it (retrying once with half the input
@@ -32,18 +33,18 @@ pub fn compact_history(
         report.outcome = Outcome::NotApplied("the history is empty".into());
         return report;
     }
-    let replacement = match summarize_into(
+    let in_place = cx.measure(history) <= cx.limits.summarize_in_place_up_to;
+    let Some((summary, transcript)) = summarize_into(
         history.messages(),
+        in_place,
         cx,
-        request,
         summarizer,
         focus,
-        COMPACTED_HEADER,
         &mut report,
-    ) {
-        Some(m) => m,
-        None => return report,
+    ) else {
+        return report;
     };
+    let replacement = compacted_message(COMPACTED_HEADER, request, &summary, &transcript);
     if replacement.chars() >= history.chars() {
         report.outcome = Outcome::NotApplied("the summary is not smaller than the history".into());
         return report;
@@ -79,18 +80,18 @@ pub fn reactive_compact(
         messages.len().saturating_sub(cx.limits.reactive_keep),
     );
     if tail_start > 0 {
-        let Some(summary) = summarize_into(
+        let Some((summary, transcript)) = summarize_into(
             &messages[..tail_start],
+            false,
             cx,
-            request,
             summarizer,
             None,
-            REACTIVE_HEADER,
             &mut report,
         ) else {
             return report;
         };
-        history.splice(0..tail_start, vec![summary]);
+        let replacement = compacted_message(REACTIVE_HEADER, request, &summary, &transcript);
+        history.splice(0..tail_start, vec![replacement]);
         report.changed = tail_start;
         report.outcome = Outcome::Applied;
     }
@@ -114,17 +115,19 @@ pub fn reactive_compact(
     report
 }
 
-/// Transcript, bounded summary (with one retry on "input too long"), and the
-/// replacement message. On failure records it in `report` and returns `None`.
+/// Writes the transcript of `messages` and summarizes them: in place when
+/// `in_place`, else from a bounded transcript; "input too long" falls back
+/// from in place to the transcript, or halves the transcript, once. Returns
+/// the trimmed summary and the transcript's path; on failure records it in
+/// `report` and returns `None`.
 fn summarize_into(
     messages: &[Message],
+    in_place: bool,
     cx: &Ctx,
-    request: &str,
     summarizer: &mut dyn Summarizer,
     focus: Option<&str>,
-    header: &str,
     report: &mut StepReport,
-) -> Option<Message> {
+) -> Option<(String, PathBuf)> {
     let transcript = match cx.store.write_transcript(messages) {
         Ok(p) => p,
         Err(e) => {
@@ -134,14 +137,24 @@ fn summarize_into(
     };
     report.paths.push(transcript.clone());
     let mut window = cx.limits.summary_input_chars;
-    let mut attempt = 0;
+    let mut in_place = in_place;
+    let mut retried = false;
     let summary = loop {
-        let input = [Message::user(bounded_transcript(messages, window))];
-        match summarizer.summarize(&input, focus) {
+        let result = if in_place {
+            summarizer.summarize(SummaryInput::Continuation(messages), focus)
+        } else {
+            let text = bounded_transcript(messages, window);
+            summarizer.summarize(SummaryInput::Transcript(&text), focus)
+        };
+        match result {
             Ok(s) => break s,
-            Err(SummarizeError::InputTooLong) if attempt == 0 => {
-                attempt += 1;
-                window /= 2;
+            Err(SummarizeError::InputTooLong) if !retried => {
+                retried = true;
+                if in_place {
+                    in_place = false;
+                } else {
+                    window /= 2;
+                }
             }
             Err(e) => {
                 report.outcome = Outcome::Failed(e.to_string());
@@ -149,10 +162,5 @@ fn summarize_into(
             }
         }
     };
-    Some(compacted_message(
-        header,
-        request,
-        summary.trim(),
-        &transcript,
-    ))
+    Some((summary.trim().to_string(), transcript))
 }

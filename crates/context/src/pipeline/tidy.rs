@@ -11,13 +11,18 @@ use std::path::PathBuf;
 
 /// Step 1. If the newest user message's tool_results together exceed the
 /// batch budget, persists the largest ones above the large-result limit,
-/// largest first, until the batch fits. Each becomes a persisted-output
-/// marker with a preview; results already persisted are left alone.
+/// largest first, until the batch fits; and, with `persist_results_above`,
+/// every result above that size whatever the batch. Each becomes a
+/// persisted-output marker with a preview; results already persisted are
+/// left alone. Acting only on the newest message, it never touches what the
+/// provider has cached.
 pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let last = history.len().checked_sub(1)?;
     let message = history.last()?;
+    let budget = cx.limits.batch_budget_chars;
+    let any_above = cx.limits.persist_results_above.unwrap_or(usize::MAX);
     // The message's JSON is never shorter than its results' text: a free precheck.
-    if message.role() != Role::User || message.chars() <= cx.limits.batch_budget_chars {
+    if message.role() != Role::User || message.chars() <= budget.min(any_above) {
         return None;
     }
     let mut ranked: Vec<(usize, usize)> = message
@@ -27,7 +32,8 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
         .filter_map(|(i, b)| b.as_tool_result().map(|r| (i, r.content_chars())))
         .collect();
     let mut total: usize = ranked.iter().map(|(_, n)| n).sum();
-    if total <= cx.limits.batch_budget_chars {
+    let largest = ranked.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    if total <= budget && largest <= any_above {
         return None;
     }
     ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
@@ -39,10 +45,11 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
         cx.meter.unit(),
     );
     for (block, chars) in ranked {
-        if total <= cx.limits.batch_budget_chars {
-            break;
-        }
-        if chars <= cx.limits.large_result_chars {
+        let over_budget = total > budget && chars > cx.limits.large_result_chars;
+        if !over_budget && chars <= any_above {
+            if total <= budget {
+                break;
+            }
             continue;
         }
         let at = BlockRef {
@@ -209,6 +216,57 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         }
     }
     finish(report, history, cx)
+}
+
+/// Where the provider should put a cache breakpoint besides the system
+/// prompt and the newest message: after the messages that neither changed
+/// since the last request ([`History::unchanged_prefix`]) nor hold a result
+/// micro_compact could replace next. When micro_compact acts, everything
+/// before this point is read back from the cache instead of written again.
+/// `None` when that prefix is empty or is the whole history.
+pub fn cache_anchor(history: &History, cx: &Ctx) -> Option<usize> {
+    let first_replaceable = history
+        .tool_result_refs()
+        .into_iter()
+        .find(|at| {
+            history
+                .block(*at)
+                .and_then(Block::as_tool_result)
+                .is_some_and(|r| {
+                    r.content_chars() > cx.limits.placeholder_floor_chars
+                        && saved_path(r, cx.store).is_none()
+                })
+        })
+        .map_or(history.len(), |at| at.message);
+    let anchor = first_replaceable.min(history.unchanged_prefix());
+    (anchor > 0 && anchor < history.len()).then_some(anchor)
+}
+
+/// The smallest size (meter units) micro_compact and fit_tool_results could
+/// reach together, by the same eligibility rules, without changing anything.
+pub fn tidy_floor(history: &History, cx: &Ctx) -> u64 {
+    let seen_before = history.last_assistant_index().unwrap_or(0);
+    let refs = history.tool_result_refs();
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
+    let fit_size = cx.limits.fit_preview_chars + 400;
+    let mut reducible = 0usize;
+    for (k, at) in refs.iter().enumerate() {
+        let Some(result) = history.block(*at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        let chars = result.content_chars();
+        let replaceable = k < protected_from
+            && at.message < seen_before
+            && chars > cx.limits.placeholder_floor_chars;
+        let after = if replaceable {
+            chars.min(200)
+        } else {
+            chars.min(fit_size)
+        };
+        reducible += chars - after;
+    }
+    cx.measure(history)
+        .saturating_sub(cx.meter.chars_to_units(reducible))
 }
 
 /// Step 3b. Still over the limit after micro_compact: the largest results,

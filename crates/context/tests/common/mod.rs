@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use serde_json::json;
+use whittle_context::summarize::SummaryInput;
 use whittle_context::{Block, Message, SummarizeError, Summarizer};
 
 /// A summarizer that returns a fixed text and remembers what it was given.
@@ -16,10 +17,10 @@ pub struct Recording {
 impl Summarizer for Recording {
     fn summarize(
         &mut self,
-        input: &[Message],
+        input: SummaryInput<'_>,
         focus: Option<&str>,
     ) -> Result<String, SummarizeError> {
-        let text: String = input.iter().map(Message::text).collect();
+        let text: String = input.to_messages().iter().map(Message::text).collect();
         let len = text.chars().count();
         self.calls.push((text, focus.map(str::to_string)));
         if self.max_input_chars.is_some_and(|max| len > max) {
