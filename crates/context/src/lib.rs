@@ -35,6 +35,7 @@ pub mod pairs;
 pub mod pipeline;
 pub mod recovery;
 pub mod replay;
+pub mod session_log;
 pub mod store;
 pub mod summarize;
 pub mod validate;

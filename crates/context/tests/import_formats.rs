@@ -420,17 +420,13 @@ fn unknown_or_unsupported_content_is_a_clear_error() {
         ),
         (
             "whittle.jsonl",
-            format!("{}\n", json!({"format": "whittle-session-1"})),
-            |e| {
-                matches!(
-                    e,
-                    ImportError::Unsupported {
-                        format: Format::WhittleSession,
-                        ..
-                    }
-                )
-            },
-            "not supported yet",
+            format!(
+                "{}\n",
+                json!({"type": "session", "format": "whittle-session-1", "id": "s",
+                       "model": "m", "cwd": "/", "created_ms": 0})
+            ),
+            |e| matches!(e, ImportError::NoMessages { .. }),
+            "no messages",
         ),
         (
             "lines.jsonl",
@@ -460,6 +456,33 @@ fn unknown_or_unsupported_content_is_a_clear_error() {
     assert!(matches!(err, ImportError::Syntax { line: 2, .. }), "{err}");
     let missing = dir.path().join("absent.jsonl");
     assert!(matches!(import_path(&missing), Err(ImportError::Io { .. })));
+}
+
+#[test]
+fn whittle_sessions_import_every_original_message() {
+    let dir = TempDir::new().unwrap();
+    let lines = [
+        json!({"type": "session", "format": "whittle-session-1", "id": "s1", "model": "m", "cwd": "/", "created_ms": 0}),
+        json!({"type": "input", "text": "hi"}),
+        json!({"type": "message", "message": {"role": "user", "content": "hi"}}),
+        json!({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]}}),
+        json!({"type": "message", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "a\nb"}]}}),
+        json!({"type": "compaction", "step": "compact_history", "before": 9, "after": 1, "unit": "tokens",
+               "paths": [], "messages": [{"role": "user", "content": "[Compacted]"}]}),
+        json!({"type": "message", "message": {"role": "assistant", "content": "done"}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = write(&dir, "s1.jsonl", &text);
+    let conversations = import_path(&path).unwrap();
+    assert_eq!(conversations.len(), 1);
+    assert_eq!(conversations[0].format, Format::WhittleSession);
+    assert_eq!(
+        conversations[0].messages.len(),
+        4,
+        "the compaction snapshot is not a message"
+    );
 }
 
 #[test]

@@ -219,12 +219,10 @@ fn jsonl_format(first: &Map<String, Value>) -> Option<Format> {
     }
 }
 
-/// TODO(whittle-session): whittle's session log format is not written yet.
-/// When it is, replace this guess with a check of its real first event, and
-/// add `whittle_session.rs` with the import that `import_jsonl` calls.
+/// whittle's session logs start with a `session` record naming the format.
 fn looks_like_whittle_session(first: &Map<String, Value>) -> bool {
-    first.contains_key("whittle_session")
-        || first
+    first.get("type").and_then(Value::as_str) == Some("session")
+        && first
             .get("format")
             .and_then(Value::as_str)
             .is_some_and(|f| f.starts_with("whittle-session"))
@@ -238,7 +236,7 @@ fn import_jsonl(
 ) -> Result<Vec<Conversation>, ImportError> {
     match jsonl_format(first) {
         Some(Format::ClaudeCode) => claude_code::import(path, id, jsonl::parse(path, bytes)?),
-        // TODO(whittle-session): import whittle's own session logs here.
+        Some(Format::WhittleSession) => import_whittle_session(path, id, bytes),
         Some(format) => Err(ImportError::Unsupported {
             path: path.to_path_buf(),
             format,
@@ -248,6 +246,42 @@ fn import_jsonl(
             reason: "JSON Lines whose first line is not a known event".into(),
         }),
     }
+}
+
+/// A whittle session: every message as it first entered the conversation
+/// (the agent's own compactions are what replay re-decides).
+fn import_whittle_session(
+    path: &Path,
+    id: &str,
+    bytes: &[u8],
+) -> Result<Vec<Conversation>, ImportError> {
+    let text = String::from_utf8_lossy(bytes);
+    let state =
+        crate::session_log::parse_session(path, &text).map_err(|e| ImportError::BadValue {
+            path: path.to_path_buf(),
+            at: "session".into(),
+            reason: e.to_string(),
+        })?;
+    if state.original.is_empty() {
+        return Err(ImportError::NoMessages {
+            path: path.to_path_buf(),
+            id: id.to_string(),
+        });
+    }
+    validate(&state.original).map_err(|source| ImportError::Invalid {
+        path: path.to_path_buf(),
+        id: id.to_string(),
+        source,
+    })?;
+    Ok(vec![Conversation {
+        id: id.to_string(),
+        source: path.to_path_buf(),
+        format: Format::WhittleSession,
+        system: None,
+        messages: state.original,
+        compaction_boundaries: Vec::new(),
+        repairs: 0,
+    }])
 }
 
 fn json_kind(value: &Value) -> &'static str {

@@ -1,0 +1,339 @@
+//! whittle's session log: one JSON record per line, appended as the agent
+//! works, so that a crash loses nothing that was written and a session can
+//! be resumed, or replayed through other compaction policies.
+//!
+//! The agent writes it; this module defines the records and reads them
+//! back, both for resuming (the history as the agent last had it) and for
+//! replay (every message as it first entered the conversation).
+
+use crate::message::{Block, Content, Message, Role};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The `format` of the first record; the importer recognises logs by it.
+pub const SESSION_FORMAT: &str = "whittle-session-1";
+
+/// The tool_result given to a tool call that a crash or cancel left unanswered.
+pub const INTERRUPTED_RESULT: &str = "[interrupted: the session stopped before this tool finished; run it again if it is still needed]";
+
+/// One line of a session log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionRecord {
+    /// The first line.
+    Session {
+        /// Always [`SESSION_FORMAT`].
+        format: String,
+        /// The session id (also the file stem).
+        id: String,
+        /// `PROVIDER:MODEL` at the start.
+        model: String,
+        /// The workspace.
+        cwd: String,
+        /// Milliseconds since the Unix epoch.
+        created_ms: u64,
+    },
+    /// What the person typed, captured where input enters the loop: the
+    /// active request that compaction keeps.
+    Input {
+        /// The text.
+        text: String,
+    },
+    /// A message appended to the history.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// A compaction step changed the history; `messages` is the history after it.
+    Compaction {
+        /// The step's name (`micro_compact`, ...).
+        step: String,
+        /// Size before.
+        before: u64,
+        /// Size after.
+        after: u64,
+        /// Unit of the sizes.
+        unit: String,
+        /// Files written (persisted outputs, transcripts).
+        paths: Vec<PathBuf>,
+        /// The whole history after the step.
+        messages: Vec<Message>,
+    },
+    /// A tool ran.
+    ToolRun {
+        /// The tool_use id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Wall time.
+        ms: u64,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// Token usage of one model call.
+    Usage {
+        /// Input tokens, cached or not.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Of the input, read from the cache.
+        cache_read_tokens: u64,
+        /// Of the input, written to the cache.
+        cache_write_tokens: u64,
+    },
+    /// `/clear`: the history starts over.
+    Clear,
+}
+
+/// A session read back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionState {
+    /// The session id.
+    pub id: String,
+    /// `PROVIDER:MODEL` it started with.
+    pub model: String,
+    /// The history as the agent last had it (compactions applied), repaired
+    /// so that it is a valid request prefix: see [`repair_unanswered`].
+    pub history: Vec<Message>,
+    /// Every message as it first entered the conversation, compactions
+    /// ignored: what replay feeds through other policies.
+    pub original: Vec<Message>,
+    /// The last active request.
+    pub request: String,
+    /// Tool calls given an "interrupted" result on reading.
+    pub repairs: usize,
+    /// Sum of the usage records: input, output, cache read, cache write tokens.
+    pub usage: [u64; 4],
+}
+
+/// Why a session log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line (not the last, which a crash may cut) is not a record.
+    #[error("{path}:{line}: not a session record: {reason}")]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// The parse error.
+        reason: String,
+    },
+    /// The first line is not a session header.
+    #[error("{path}: not a whittle session log (the first line is not a session record)")]
+    NotASession {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads a session log. A last line cut by a crash is ignored.
+pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
+    let text = fs::read_to_string(path).map_err(|source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_session(path, &text)
+}
+
+/// Parses the text of a session log; see [`read_session`].
+pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut state = SessionState::default();
+    let mut first = true;
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: SessionRecord = match serde_json::from_str(line) {
+            Ok(r) => r,
+            // A crash mid-write cuts only the last line.
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => {
+                return Err(SessionError::BadLine {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                });
+            }
+        };
+        if first {
+            let SessionRecord::Session { id, model, .. } = &record else {
+                return Err(SessionError::NotASession {
+                    path: path.to_path_buf(),
+                });
+            };
+            state.id = id.clone();
+            state.model = model.clone();
+            first = false;
+            continue;
+        }
+        match record {
+            SessionRecord::Session { .. } | SessionRecord::ToolRun { .. } => {}
+            SessionRecord::Input { text } => state.request = text,
+            SessionRecord::Message { message } => {
+                state.original.push(message.clone());
+                state.history.push(message);
+            }
+            SessionRecord::Compaction { messages, .. } => state.history = messages,
+            SessionRecord::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+            } => {
+                for (sum, n) in state.usage.iter_mut().zip([
+                    input_tokens,
+                    output_tokens,
+                    cache_read_tokens,
+                    cache_write_tokens,
+                ]) {
+                    *sum += n;
+                }
+            }
+            SessionRecord::Clear => state.history.clear(),
+        }
+    }
+    if first {
+        return Err(SessionError::NotASession {
+            path: path.to_path_buf(),
+        });
+    }
+    state.repairs = repair_unanswered(&mut state.history);
+    repair_unanswered(&mut state.original);
+    Ok(state)
+}
+
+/// Gives every tool_use of the final assistant turn that has no result an
+/// error result saying it was interrupted, so the history is a valid request
+/// prefix again. Returns how many it answered.
+pub fn repair_unanswered(history: &mut Vec<Message>) -> usize {
+    let Some(last_assistant) = history.iter().rposition(|m| m.role() == Role::Assistant) else {
+        return 0;
+    };
+    let answered: HashSet<String> = history[last_assistant + 1..]
+        .iter()
+        .flat_map(|m| m.tool_results().map(|r| r.tool_use_id.clone()))
+        .collect();
+    // The assistant turn may span several messages.
+    let turn_start = history[..last_assistant]
+        .iter()
+        .rposition(|m| m.role() != Role::Assistant)
+        .map_or(0, |i| i + 1);
+    let missing: Vec<Block> = history[turn_start..=last_assistant]
+        .iter()
+        .flat_map(Message::tool_uses)
+        .filter(|t| !answered.contains(&t.id))
+        .map(|t| Block::tool_result(t.id.clone(), INTERRUPTED_RESULT, true))
+        .collect();
+    let count = missing.len();
+    if count == 0 {
+        return 0;
+    }
+    match history.get(last_assistant + 1) {
+        // Results already there: add the missing ones before anything else.
+        Some(next) if next.has_tool_result() => {
+            let mut blocks = missing;
+            blocks.extend(next.blocks().iter().cloned());
+            let (role, _, extra) = next.clone().into_parts();
+            history[last_assistant + 1] = Message::with_extra(role, Content::Blocks(blocks), extra);
+        }
+        _ => history.insert(last_assistant + 1, Message::user_blocks(missing)),
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::validate;
+    use serde_json::json;
+
+    fn line(r: &SessionRecord) -> String {
+        serde_json::to_string(r).unwrap() + "\n"
+    }
+
+    #[test]
+    fn a_log_cut_mid_tool_resumes_valid() {
+        let mut text = line(&SessionRecord::Session {
+            format: SESSION_FORMAT.into(),
+            id: "s1".into(),
+            model: "anthropic:claude-sonnet-5-5".into(),
+            cwd: "/w".into(),
+            created_ms: 1,
+        });
+        text += &line(&SessionRecord::Input {
+            text: "fix it".into(),
+        });
+        text += &line(&SessionRecord::Message {
+            message: Message::user("fix it"),
+        });
+        text += &line(&SessionRecord::Message {
+            message: Message::assistant_blocks(vec![
+                Block::tool_use("a", "bash", json!({"command": "sleep 100"})),
+                Block::tool_use("b", "bash", json!({"command": "ls"})),
+            ]),
+        });
+        text += "{\"type\":\"tool_run\",\"id\":\"a\",\"na"; // cut by the crash
+        let s = parse_session(Path::new("x.jsonl"), &text).unwrap();
+        assert_eq!(s.request, "fix it");
+        assert_eq!(s.repairs, 2);
+        assert_eq!(validate(&s.history), Ok(()));
+        assert_eq!(s.history.len(), 3);
+        assert!(
+            s.history[2]
+                .tool_results()
+                .all(|r| r.is_error == Some(true))
+        );
+    }
+
+    #[test]
+    fn compactions_replace_the_history_but_not_the_original() {
+        let mut text = line(&SessionRecord::Session {
+            format: SESSION_FORMAT.into(),
+            id: "s".into(),
+            model: "m".into(),
+            cwd: "/".into(),
+            created_ms: 0,
+        });
+        for m in [
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+        ] {
+            text += &line(&SessionRecord::Message { message: m });
+        }
+        text += &line(&SessionRecord::Compaction {
+            step: "compact_history".into(),
+            before: 10,
+            after: 1,
+            unit: "tokens".into(),
+            paths: vec![],
+            messages: vec![Message::user("[Compacted] ...")],
+        });
+        text += &line(&SessionRecord::Message {
+            message: Message::assistant("d"),
+        });
+        let s = parse_session(Path::new("x"), &text).unwrap();
+        assert_eq!(s.history.len(), 2);
+        assert_eq!(s.original.len(), 4);
+        assert!(matches!(
+            parse_session(Path::new("x"), "{\"type\":\"input\",\"text\":\"a\"}\n"),
+            Err(SessionError::NotASession { .. })
+        ));
+        assert!(matches!(
+            parse_session(Path::new("x"), &(text.clone() + "garbage\n")),
+            Err(SessionError::BadLine { line: 7, .. })
+        ));
+    }
+}
