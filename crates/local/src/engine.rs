@@ -1,0 +1,379 @@
+//! The engine: a loaded model that turns a chat request into a streamed reply.
+
+use crate::error::LocalError;
+use crate::gguf::Metadata;
+use crate::model::{Config, Transformer};
+use crate::prompt::{ChatRequest, template_messages};
+use crate::sampler::Sampler;
+use crate::template::ChatTemplate;
+use crate::tokenizer::Tokenizer;
+use crate::tools::{Segment, ToolCallParser, segments_to_blocks};
+use candle_core::quantized::gguf_file;
+use std::fs::File;
+use std::io::BufReader;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use whittle_context::Block;
+
+/// Prompt tokens run through the model at once: bounds the attention scratch memory.
+const PREFILL_CHUNK: usize = 256;
+
+/// How to sample a reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerationParams {
+    /// Most tokens to generate (also capped by the room left in the context window).
+    pub max_tokens: usize,
+    /// Softmax temperature; 0 means greedy (always the likeliest token).
+    pub temperature: f32,
+    /// Nucleus sampling: draw only from the likeliest tokens holding this much probability.
+    pub top_p: f32,
+    /// Seed of the sampler: the same seed, model and prompt give the same reply.
+    pub seed: u64,
+}
+
+impl Default for GenerationParams {
+    /// SmolLM2's recommended sampling (temperature 0.2, top-p 0.9), 1,024 tokens, seed 0.
+    fn default() -> Self {
+        GenerationParams {
+            max_tokens: 1024,
+            temperature: 0.2,
+            top_p: 0.9,
+            seed: 0,
+        }
+    }
+}
+
+/// Real token counts of one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens in the rendered prompt (what the window must hold).
+    pub prompt_tokens: usize,
+    /// Of those, tokens whose keys and values were reused from the previous call.
+    pub cached_prompt_tokens: usize,
+    /// Tokens generated, including the end-of-turn token when there was one.
+    pub completion_tokens: usize,
+}
+
+/// Why generation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model ended its turn (EOS or an end-of-turn token).
+    EndTurn,
+    /// The model ended its turn after calling tools (only from [`LocalModel::complete`]).
+    ToolUse,
+    /// `max_tokens` was reached, or the context window filled up.
+    MaxTokens,
+    /// The callback asked to stop.
+    Stopped,
+}
+
+/// A raw generation: the text as decoded, control tokens hidden.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generation {
+    /// Everything generated, as text.
+    pub text: String,
+    /// Token counts.
+    pub usage: Usage,
+    /// Why it ended.
+    pub stop_reason: StopReason,
+}
+
+/// A chat reply: text and `tool_use` blocks, parsed from the generated text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    /// Text blocks and `tool_use` blocks (fresh ids), in order.
+    pub content: Vec<Block>,
+    /// The raw generated text, `<tool_call>` spans included.
+    pub raw_text: String,
+    /// Token counts.
+    pub usage: Usage,
+    /// Why it ended; `ToolUse` when the turn ended with at least one tool call.
+    pub stop_reason: StopReason,
+}
+
+/// A GGUF model loaded for CPU inference, with its tokenizer, chat template and KV cache.
+///
+/// Calls are blocking and CPU-bound; run them on a blocking thread. The KV cache of the
+/// last call is kept, so a request that extends the previous one only processes what is new.
+pub struct LocalModel {
+    path: PathBuf,
+    architecture: String,
+    name: Option<String>,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    transformer: Transformer,
+    context_window: usize,
+    /// The tokens whose keys and values are in the cache, in order.
+    cached: Vec<u32>,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("path", &self.path)
+            .field("architecture", &self.architecture)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalModel {
+    /// Loads a GGUF file: `llama` or `qwen2` architecture, `gpt2` tokenizer.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, LocalError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| LocalError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut reader = BufReader::new(File::open(&path).map_err(io)?);
+        let content =
+            gguf_file::Content::read(&mut reader).map_err(|e| LocalError::InvalidModel {
+                path: path.clone(),
+                message: crate::error::one_line(&e.to_string()),
+            })?;
+        let md = Metadata(&content.metadata);
+        let architecture = md.string("general.architecture")?.to_string();
+        let name = md.opt_string("general.name")?.map(str::to_string);
+        let cfg = Config::from_metadata(&md, &architecture)?;
+        let tokenizer = Tokenizer::from_metadata(&md)?;
+        let token_text = |id: Option<u32>| {
+            id.and_then(|i| tokenizer.token(i))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let template = ChatTemplate::new(
+            md.opt_string("tokenizer.chat_template")?,
+            &token_text(tokenizer.bos()),
+            &token_text(tokenizer.eos()),
+        )?;
+        let context_window = cfg.context_length;
+        let transformer = Transformer::load(&content, &mut reader, &path, cfg)?;
+        if transformer.vocab() < tokenizer.vocab_size() {
+            return Err(LocalError::InvalidModel {
+                path,
+                message: format!(
+                    "embedding has {} rows but the tokenizer has {} tokens",
+                    transformer.vocab(),
+                    tokenizer.vocab_size()
+                ),
+            });
+        }
+        Ok(LocalModel {
+            path,
+            architecture,
+            name,
+            tokenizer,
+            template,
+            transformer,
+            context_window,
+            cached: Vec::new(),
+        })
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `general.architecture`: `llama` or `qwen2`.
+    pub fn architecture(&self) -> &str {
+        &self.architecture
+    }
+
+    /// `general.name`, if the file has one.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The context window in tokens, from `<arch>.context_length`.
+    pub fn context_window(&self) -> usize {
+        self.context_window
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The chat template.
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// Forgets the KV cache (the next call processes its whole prompt).
+    pub fn reset_cache(&mut self) {
+        self.transformer.clear_cache();
+        self.cached.clear();
+    }
+
+    /// The prompt text for a request: messages through the chat template, with the
+    /// assistant's turn opened.
+    pub fn render(&self, request: &ChatRequest<'_>) -> Result<String, LocalError> {
+        let messages = template_messages(request, self.template.has_tool_role());
+        self.template.render(&messages, true)
+    }
+
+    /// Tokens of a prompt text as the model will see it (with BOS when the model wants one).
+    pub fn prompt_tokens(&self, prompt: &str) -> Result<Vec<u32>, LocalError> {
+        let mut ids = self.tokenizer.encode(prompt)?;
+        if self.tokenizer.adds_bos()
+            && let Some(bos) = self.tokenizer.bos()
+            && ids.first() != Some(&bos)
+        {
+            ids.insert(0, bos);
+        }
+        Ok(ids)
+    }
+
+    /// Answers a chat request. `on_text` gets the visible text as it is generated
+    /// (tool-call spans withheld; see [`ToolCallParser`]) and can stop generation.
+    pub fn complete(
+        &mut self,
+        request: &ChatRequest<'_>,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Completion, LocalError> {
+        let prompt = self.render(request)?;
+        let mut parser = ToolCallParser::new();
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut stopped = false;
+        let generation = self.generate(&prompt, params, &mut |piece| {
+            for segment in parser.push(piece) {
+                if let Segment::Text(t) = &segment
+                    && !stopped
+                    && on_text(t).is_break()
+                {
+                    stopped = true;
+                }
+                segments.push(segment);
+            }
+            if stopped {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+        for segment in parser.finish() {
+            if let Segment::Text(t) = &segment
+                && !stopped
+            {
+                let _ = on_text(t);
+            }
+            segments.push(segment);
+        }
+        let calls = segments
+            .iter()
+            .any(|s| matches!(s, Segment::ToolCall { .. }));
+        let stop_reason = match generation.stop_reason {
+            StopReason::EndTurn if calls => StopReason::ToolUse,
+            other => other,
+        };
+        Ok(Completion {
+            content: segments_to_blocks(segments),
+            raw_text: generation.text,
+            usage: generation.usage,
+            stop_reason,
+        })
+    }
+
+    /// Runs the prompt through the model, reusing the cached prefix it shares with the
+    /// previous call (but always the last token, whose logits are needed). Returns how
+    /// many tokens were reused and the logits after the prompt.
+    fn prefill(&mut self, ids: &[u32]) -> Result<(usize, Vec<f32>), LocalError> {
+        let reuse = self
+            .cached
+            .iter()
+            .zip(ids)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(ids.len().saturating_sub(1));
+        self.transformer.truncate_cache(reuse);
+        self.cached.truncate(reuse);
+        if self.transformer.cached_len() != reuse {
+            self.reset_cache();
+        }
+        let reused = self.cached.len();
+        let mut logits = Vec::new();
+        for chunk in ids[reused..].chunks(PREFILL_CHUNK) {
+            logits = self
+                .transformer
+                .forward(chunk)
+                .inspect_err(|_| self.cached.clear())?;
+            self.cached.extend_from_slice(chunk);
+        }
+        Ok((reused, logits))
+    }
+
+    /// Continues a prompt text (already templated) and streams each decoded piece to
+    /// `on_text`, which can stop generation.
+    pub fn generate(
+        &mut self,
+        prompt: &str,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generation, LocalError> {
+        let ids = self.prompt_tokens(prompt)?;
+        let prompt_tokens = ids.len();
+        if prompt_tokens >= self.context_window {
+            return Err(LocalError::ContextOverflow {
+                prompt_tokens,
+                context_window: self.context_window,
+            });
+        }
+        if ids.is_empty() {
+            return Err(LocalError::Tokenizer("the prompt is empty".into()));
+        }
+        let (cached_prompt_tokens, mut logits) = self.prefill(&ids)?;
+        let budget = params.max_tokens.min(self.context_window - prompt_tokens);
+        let mut sampler = Sampler::new(params.seed, params.temperature, params.top_p);
+        let mut stream = self.tokenizer.stream();
+        let mut text = String::new();
+        let mut completion_tokens = 0;
+        let mut stop_reason = StopReason::MaxTokens;
+        let vocab = self.tokenizer.vocab_size().min(logits.len());
+        while completion_tokens < budget {
+            let Some(id) = sampler.sample(&logits[..vocab.min(logits.len())]) else {
+                return Err(LocalError::Inference(
+                    "the model produced no usable logits".into(),
+                ));
+            };
+            completion_tokens += 1;
+            if self.tokenizer.is_stop(id) {
+                stop_reason = StopReason::EndTurn;
+                break;
+            }
+            let piece = stream.push(id);
+            if !piece.is_empty() {
+                text.push_str(&piece);
+                if on_text(&piece).is_break() {
+                    stop_reason = StopReason::Stopped;
+                    break;
+                }
+            }
+            if completion_tokens == budget {
+                break;
+            }
+            logits = self
+                .transformer
+                .forward(&[id])
+                .inspect_err(|_| self.cached.clear())?;
+            self.cached.push(id);
+        }
+        let rest = stream.finish();
+        if !rest.is_empty() {
+            text.push_str(&rest);
+            if stop_reason != StopReason::Stopped {
+                let _ = on_text(&rest);
+            }
+        }
+        Ok(Generation {
+            text,
+            usage: Usage {
+                prompt_tokens,
+                cached_prompt_tokens,
+                completion_tokens,
+            },
+            stop_reason,
+        })
+    }
+}

