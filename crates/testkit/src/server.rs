@@ -17,9 +17,9 @@ use tokio::sync::oneshot;
 /// Which API a request was for, from its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
-    /// `…/v1/messages`.
+    /// `/v1/messages`.
     Anthropic,
-    /// `…/chat/completions`.
+    /// `/v1/chat/completions`.
     OpenAi,
     /// Anything else (answered 404).
     Other,
@@ -52,9 +52,9 @@ impl RecordedRequest {
 
     /// Which API the request was for.
     pub fn api(&self) -> Api {
-        if self.path.ends_with("/v1/messages") {
+        if self.path == "/v1/messages" {
             Api::Anthropic
-        } else if self.path.ends_with("/chat/completions") {
+        } else if self.path == "/v1/chat/completions" {
             Api::OpenAi
         } else {
             Api::Other

@@ -175,3 +175,106 @@ impl EventParser for AnthropicParser {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::{Collector, ModelResponse};
+    use crate::sse::SseDecoder;
+    use serde_json::json;
+
+    /// A stream in the shape the API sends, with thinking, text, a tool call,
+    /// a ping, an unknown event and CRLF line endings mixed in.
+    const STREAM: &str = concat!(
+        "event: message_start\r\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-5-5\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":41203,\"output_tokens\":1}}}\r\n\r\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me think \u{1F914}\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQBCgIYAhIM+/==\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"H\u{e9}llo\"}}\n\n",
+        "event: brand_new_event\ndata: {\"type\":\"brand_new_event\"}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01\",\"name\":\"bash\",\"input\":{}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"command\\\": \\\"l\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"s\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":89}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    fn decode(pieces: &[&[u8]]) -> Result<ModelResponse, LlmError> {
+        let mut decoder = SseDecoder::new();
+        let mut parser = AnthropicParser::new("test".into(), "KEY".into(), None);
+        let mut collector = Collector::new();
+        let mut sse = Vec::new();
+        let mut events = Vec::new();
+        let mut finished = false;
+        for piece in pieces {
+            decoder.push(piece, &mut sse)?;
+            for e in sse.drain(..) {
+                finished |= parser.event(e, &mut events)?;
+            }
+        }
+        decoder.finish(&mut sse)?;
+        for e in sse.drain(..) {
+            finished |= parser.event(e, &mut events)?;
+        }
+        if !finished {
+            parser.early_end(&mut events)?;
+        }
+        for e in &events {
+            collector.push(e)?;
+        }
+        collector.finish()
+    }
+
+    #[test]
+    fn the_whole_stream_assembles_as_sent() {
+        let r = decode(&[STREAM.as_bytes()]).unwrap();
+        assert_eq!(
+            serde_json::to_value(&r.message).unwrap(),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Let me think \u{1F914}", "signature": "EqQBCgIYAhIM+/=="},
+                {"type": "text", "text": "H\u{e9}llo"},
+                {"type": "tool_use", "id": "toolu_01", "name": "bash", "input": {"command": "ls"}},
+            ]})
+        );
+        assert_eq!(r.usage.cache_read_input_tokens, 41203);
+        assert_eq!(r.usage.output_tokens, 89);
+        assert_eq!(r.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!(r.model, "claude-sonnet-5-5");
+    }
+
+    #[test]
+    fn every_byte_boundary_gives_the_same_response() {
+        let bytes = STREAM.as_bytes();
+        let whole = decode(&[bytes]).unwrap();
+        for i in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(i);
+            assert_eq!(decode(&[a, b]).unwrap(), whole, "split at {i}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(decode(&singles).unwrap(), whole);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_never_a_panic_or_a_wrong_message() {
+        let bytes = STREAM.as_bytes();
+        let end = STREAM.find("event: message_stop").unwrap();
+        for i in 0..end {
+            assert!(decode(&[&bytes[..i]]).is_err(), "truncated at {i}");
+        }
+    }
+}

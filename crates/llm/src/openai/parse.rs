@@ -247,3 +247,100 @@ impl EventParser for OpenAiParser {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::{Collector, ModelResponse};
+    use crate::sse::SseDecoder;
+    use serde_json::json;
+
+    /// OpenAI's chunk shapes: role chunk, content, two interleaved tool
+    /// calls, finish, usage chunk, `[DONE]`.
+    const STREAM: &str = concat!(
+        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-5\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure \u{2014} \"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"pa\"}}]},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}}]},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"th\\\":\\\"a\\\"}\"}}]},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":null}\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":30,\"total_tokens\":150,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn decode(pieces: &[&[u8]]) -> Result<ModelResponse, LlmError> {
+        let mut decoder = SseDecoder::new();
+        let mut parser = OpenAiParser::new("test".into(), "KEY".into(), None);
+        let mut collector = Collector::new();
+        let mut sse = Vec::new();
+        let mut events = Vec::new();
+        let mut finished = false;
+        for piece in pieces {
+            decoder.push(piece, &mut sse)?;
+            for e in sse.drain(..) {
+                finished |= parser.event(e, &mut events)?;
+            }
+        }
+        decoder.finish(&mut sse)?;
+        for e in sse.drain(..) {
+            finished |= parser.event(e, &mut events)?;
+        }
+        if !finished {
+            parser.early_end(&mut events)?;
+        }
+        for e in &events {
+            collector.push(e)?;
+        }
+        collector.finish()
+    }
+
+    #[test]
+    fn interleaved_tool_calls_assemble_and_usage_is_split() {
+        let r = decode(&[STREAM.as_bytes()]).unwrap();
+        assert_eq!(
+            serde_json::to_value(&r.message).unwrap(),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm"},
+                {"type": "text", "text": "Sure \u{2014} "},
+                {"type": "tool_use", "id": "call_a", "name": "bash", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": "call_b", "name": "read_file", "input": {"path": "a"}},
+            ]})
+        );
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 20,
+                output_tokens: 30,
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: 100,
+            }
+        );
+        assert_eq!(r.stop_reason, Some(StopReason::ToolUse));
+    }
+
+    #[test]
+    fn every_byte_boundary_gives_the_same_response() {
+        let bytes = STREAM.as_bytes();
+        let whole = decode(&[bytes]).unwrap();
+        for i in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(i);
+            assert_eq!(decode(&[a, b]).unwrap(), whole, "split at {i}");
+        }
+    }
+
+    #[test]
+    fn a_stream_that_ends_before_finishing_is_an_error() {
+        let end = STREAM.find("data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\"").unwrap();
+        for i in 0..end {
+            assert!(
+                decode(&[&STREAM.as_bytes()[..i]]).is_err(),
+                "truncated at {i}"
+            );
+        }
+        // Finished but no [DONE] (some servers just close): complete.
+        let no_done = STREAM.replace("data: [DONE]\n\n", "");
+        assert!(decode(&[no_done.as_bytes()]).is_ok());
+    }
+}
