@@ -42,6 +42,8 @@ pub struct Collector {
     stop_reason: Option<StopReason>,
     id: String,
     model: String,
+    /// Tool calls whose input did not parse; fatal unless `max_tokens` cut them off.
+    unparsable: Vec<LlmError>,
 }
 
 impl Collector {
@@ -108,7 +110,12 @@ impl Collector {
                         "content block {index} stopped but was never started"
                     )));
                 };
-                self.done.insert(*index, finish_block(*index, partial)?);
+                match finish_block(*index, partial) {
+                    Ok(block) => {
+                        self.done.insert(*index, block);
+                    }
+                    Err(e) => self.unparsable.push(e),
+                }
             }
             StreamEvent::Usage(usage) => self.usage = *usage,
             StreamEvent::Stop(reason) => self.stop_reason = Some(reason.clone()),
@@ -120,9 +127,23 @@ impl Collector {
     /// The assembled response. Blocks the stream never closed are closed
     /// here: a provider only ends its stream successfully once the message is
     /// complete.
+    ///
+    /// A tool call whose input is not valid JSON is an error, except when
+    /// the model stopped at `max_tokens`: then the call was cut off, cannot
+    /// run, and is left out, and the stop reason tells the caller why.
     pub fn finish(mut self) -> Result<ModelResponse, LlmError> {
         for (index, partial) in std::mem::take(&mut self.open) {
-            self.done.insert(index, finish_block(index, partial)?);
+            match finish_block(index, partial) {
+                Ok(block) => {
+                    self.done.insert(index, block);
+                }
+                Err(e) => self.unparsable.push(e),
+            }
+        }
+        if let Some(first) = self.unparsable.into_iter().next()
+            && self.stop_reason != Some(StopReason::MaxTokens)
+        {
+            return Err(first);
         }
         Ok(ModelResponse {
             message: Message::assistant_blocks(self.done.into_values().collect()),
@@ -308,6 +329,29 @@ mod tests {
         ])
         .unwrap_err();
         assert!(matches!(err, LlmError::MalformedResponse { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_tool_call_cut_off_by_max_tokens_is_dropped_not_fatal() {
+        let r = run(vec![
+            StreamEvent::text_start(0),
+            StreamEvent::TextDelta {
+                index: 0,
+                text: "Writing the file.".into(),
+            },
+            StreamEvent::BlockStop { index: 0 },
+            StreamEvent::tool_use_start(1, "t", "write_file"),
+            StreamEvent::InputJsonDelta {
+                index: 1,
+                partial_json: "{\"path\": \"a.rs\", \"content\": \"fn ma".into(),
+            },
+            StreamEvent::BlockStop { index: 1 },
+            StreamEvent::Stop(StopReason::MaxTokens),
+        ])
+        .unwrap();
+        assert_eq!(r.stop_reason, Some(StopReason::MaxTokens));
+        assert_eq!(r.message.text(), "Writing the file.");
+        assert!(!r.message.has_tool_use());
     }
 
     #[test]

@@ -17,15 +17,36 @@ pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, LlmError>
 /// An error body longer than this is cut; we only need its first words.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// Whether `url` points at this machine (a local model server).
+fn is_loopback(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match parsed.host_str() {
+        Some("localhost") => true,
+        Some(host) => host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
 /// The HTTP client every provider uses: rustls with the ring crypto
 /// provider, no overall timeout (streams are long; silence is bounded by the
-/// idle timeout instead).
-pub(crate) fn build_client() -> Result<reqwest::Client, LlmError> {
+/// idle timeout instead). Proxies from the environment are honoured, except
+/// for a server on this machine, which a corporate proxy cannot reach.
+pub(crate) fn build_client(url: &str) -> Result<reqwest::Client, LlmError> {
     // Installing twice fails harmlessly; whoever installed first wins.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
-        .user_agent(concat!("whittle/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("whittle/", env!("CARGO_PKG_VERSION")));
+    if is_loopback(url) {
+        builder = builder.no_proxy();
+    }
+    builder
         .build()
         .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {}", describe(&e))))
 }
@@ -200,6 +221,20 @@ pub(crate) fn parse_events<P: EventParser>(mut sse: SseStream, mut parser: P) ->
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn loopback_hosts() {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:1/",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in ["https://api.anthropic.com", "http://10.0.0.1", "not a url"] {
+            assert!(!is_loopback(url), "{url}");
+        }
+    }
 
     #[test]
     fn retry_after_headers() {

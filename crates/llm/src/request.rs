@@ -8,7 +8,8 @@ use whittle_context::Message;
 /// Each provider translates it to its own wire format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelRequest {
-    /// The model id as the provider's server knows it (e.g. `claude-sonnet-5-5`).
+    /// The model id as the provider's server knows it (e.g. `claude-sonnet-5-5`);
+    /// empty means the provider's configured model ([`crate::Provider::model`]).
     pub model: String,
     /// The system prompt; empty for none.
     pub system: String,

@@ -163,7 +163,7 @@ impl AnthropicProvider {
             HeaderValue::from_static("application/json"),
         );
         Ok(AnthropicProvider {
-            client: build_client()?,
+            client: build_client(&url)?,
             url,
             headers,
             config,
@@ -195,8 +195,11 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
-    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+    fn stream(&self, mut request: ModelRequest) -> BoxFuture<'_, Result<EventStream, LlmError>> {
         Box::pin(async move {
+            if request.model.is_empty() {
+                request.model.clone_from(&self.config.model);
+            }
             let body = serde_json::to_vec(&self.request_body(&request))
                 .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
             let call = HttpCall {
