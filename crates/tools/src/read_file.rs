@@ -21,6 +21,9 @@ const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 const MAX_OUTPUT_CHARS: usize = 60_000;
 /// Bytes sniffed for a NUL to call a file binary.
 const SNIFF_BYTES: usize = 8192;
+/// Bytes read past the shown lines to count the rest; beyond this the
+/// total is given as a lower bound, so a huge log does not stall the tool.
+const MAX_COUNT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The `read_file` tool.
 #[derive(Debug, Default)]
@@ -107,6 +110,12 @@ fn read_numbered(path: &PathBuf, shown: &str, offset: u64, limit: u64) -> ToolOu
             "{shown} is a directory, not a file; use glob to list its files"
         ));
     }
+    if !meta.is_file() {
+        // A FIFO or device could block forever or never end.
+        return ToolOutput::error(format!(
+            "{shown} is not a regular file (a device, socket or pipe); read_file reads files only"
+        ));
+    }
     match read_lines(path, offset, limit) {
         Ok(Listing::Binary) => ToolOutput::error(format!(
             "{shown} is a binary file ({} bytes); read_file shows text only",
@@ -127,6 +136,8 @@ struct Lines {
     first_shown: u64,
     last_shown: u64,
     total: u64,
+    /// False when counting stopped early and `total` is a lower bound.
+    total_exact: bool,
     lossy: bool,
     stopped_for_size: bool,
 }
@@ -146,15 +157,25 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> io::Result<Listing> {
         first_shown: 0,
         last_shown: 0,
         total: 0,
+        total_exact: true,
         lossy: false,
         stopped_for_size: false,
     };
     let end = offset.saturating_add(limit);
     let mut line = Vec::new();
+    let mut counted_past_end = 0u64;
     while let Some(len) = read_line_capped(&mut reader, &mut line)? {
         l.total += 1;
         let n = l.total;
-        if n < offset || n >= end || l.stopped_for_size {
+        if n >= end || l.stopped_for_size {
+            counted_past_end += len as u64;
+            if counted_past_end > MAX_COUNT_BYTES {
+                l.total_exact = false;
+                break;
+            }
+            continue;
+        }
+        if n < offset {
             continue;
         }
         if line.last() == Some(&b'\n') {
@@ -240,9 +261,10 @@ fn render(shown: &str, offset: u64, l: &Lines) -> ToolOutput {
             String::new()
         };
         out.push_str(&format!(
-            "[showing lines {}-{} of {}{why}",
+            "[showing lines {}-{} of {}{}{why}",
             l.first_shown,
             l.last_shown,
+            if l.total_exact { "" } else { "at least " },
             thousands(l.total)
         ));
         if l.last_shown < l.total {

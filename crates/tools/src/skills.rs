@@ -377,6 +377,9 @@ fn load(path: &Path) -> Result<ParsedSkill, String> {
         std::io::ErrorKind::NotFound => "the folder has no SKILL.md".to_owned(),
         _ => format!("cannot read SKILL.md: {e}"),
     })?;
+    if !meta.is_file() {
+        return Err("SKILL.md is not a regular file".to_owned());
+    }
     if meta.len() > MAX_SKILL_BYTES {
         return Err(format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes"));
     }

@@ -184,6 +184,11 @@ fn edit_file(path: &Path, shown: &str, input: &EditInput) -> ToolOutput {
         return ToolOutput::error("old_string and new_string are identical; nothing to change");
     }
     let target = write_target(path);
+    if fs::metadata(&target).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return ToolOutput::error(format!(
+            "{shown} is not a regular file; edit_file edits files only"
+        ));
+    }
     let bytes = match fs::read(&target) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -313,3 +313,37 @@ async fn edit_explains_what_it_cannot_do() {
         );
     }
 }
+
+#[tokio::test]
+async fn special_files_are_refused_without_blocking() {
+    let (dir, ctx) = setup();
+    let fifo = dir.path().join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = call(&ReadFileTool, &ctx, json!({"path": "fifo"})).await;
+    assert!(
+        out.is_error && out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+    let out = call(
+        &EditFileTool,
+        &ctx,
+        json!({"path": "fifo", "old_string": "a", "new_string": "b"}),
+    )
+    .await;
+    assert!(
+        out.is_error && out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+    let out = call(&ReadFileTool, &ctx, json!({"path": "/dev/zero"})).await;
+    assert!(
+        out.is_error && out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+}
