@@ -153,12 +153,35 @@ struct Lexer {
     problem: Option<String>,
     /// The source with quoted text replaced by `Q`.
     unquoted: String,
+    /// How many `$(` this lexer is inside of.
+    nesting: usize,
+    /// Stop at the `)` that closes the substitution being lexed.
+    stop_at_paren: bool,
+    /// Open `(` seen while `stop_at_paren`.
+    parens: usize,
+    /// The closing `)` was found.
+    done: bool,
 }
 
 impl Lexer {
     fn new(src: &str) -> Self {
+        Self::from_chars(src.chars().collect(), 0)
+    }
+
+    /// A lexer for the text after `$(`, which stops at its closing `)`.
+    fn nested(chars: &[char], nesting: usize) -> Self {
+        let mut lexer = Self::from_chars(chars.to_vec(), nesting);
+        lexer.stop_at_paren = true;
+        lexer
+    }
+
+    fn from_chars(chars: Vec<char>, nesting: usize) -> Self {
         Self {
-            chars: src.chars().collect(),
+            chars,
+            nesting,
+            stop_at_paren: false,
+            parens: 0,
+            done: false,
             pos: 0,
             tokens: Vec::new(),
             substitutions: Vec::new(),
@@ -196,7 +219,9 @@ impl Lexer {
     }
 
     fn run(&mut self) {
-        while let Some(c) = self.peek(0) {
+        while !self.done
+            && let Some(c) = self.peek(0)
+        {
             let start = self.pos;
             self.step(c);
             if matches!(c, '\'' | '"') {
@@ -259,9 +284,20 @@ impl Lexer {
                     self.pos += if self.peek(1) == Some(';') { 2 } else { 1 };
                     self.sep(false);
                 }
-                '(' | ')' => {
+                '(' => {
+                    self.parens += 1;
                     self.pos += 1;
                     self.sep(false);
+                }
+                ')' => {
+                    self.pos += 1;
+                    if self.stop_at_paren && self.parens == 0 {
+                        self.end_word();
+                        self.done = true;
+                    } else {
+                        self.parens = self.parens.saturating_sub(1);
+                        self.sep(false);
+                    }
                 }
                 '|' => match self.peek(1) {
                     Some('|') => {
@@ -373,7 +409,7 @@ impl Lexer {
             (Some('('), _) => {
                 let start = self.pos;
                 self.pos += 2;
-                let inner = self.balanced('(', ')', 1);
+                let inner = self.substitution();
                 self.substitutions.push(inner);
                 self.word.extend(&self.chars[start..self.pos]);
             }
@@ -388,6 +424,27 @@ impl Lexer {
                 self.pos += 1;
             }
         }
+    }
+
+    /// Reads a command substitution's text (after `$(` or `<(`) up to its
+    /// closing `)`, understanding quotes and here-documents inside it.
+    fn substitution(&mut self) -> String {
+        if self.nesting >= MAX_DEPTH {
+            return self.balanced('(', ')', 1);
+        }
+        let mut inner = Lexer::nested(&self.chars[self.pos..], self.nesting + 1);
+        inner.run();
+        let start = self.pos;
+        self.pos = (self.pos + inner.pos).min(self.chars.len());
+        if !inner.done {
+            self.flag("unterminated substitution");
+            return self.chars[start..self.pos].iter().collect();
+        }
+        if let Some(p) = inner.problem {
+            self.flag(&p);
+        }
+        // Everything before the closing `)`.
+        self.chars[start..self.pos - 1].iter().collect()
     }
 
     /// Reads up to the `close` that brings `depth` to zero, skipping quoted
@@ -462,7 +519,7 @@ impl Lexer {
         if self.peek(1) == Some('(') && !self.in_word {
             let start = self.pos;
             self.pos += 2;
-            let inner = self.balanced('(', ')', 1);
+            let inner = self.substitution();
             self.substitutions.push(inner);
             self.word.extend(&self.chars[start..self.pos]);
             self.in_word = true;
@@ -562,6 +619,16 @@ mod tests {
             ]
         );
         assert_eq!(words("echo \"$(rm -rf x)\"")[1], vec!["rm", "-rf", "x"]);
+        // A here-document inside a substitution, with a quote and a `)` in it.
+        let p = parse("git commit -m \"$(cat <<'EOF'\nDon't (ever)\nEOF\n)\" && sudo x");
+        assert!(p.problem.is_none(), "{:?}", p.problem);
+        let w: Vec<Vec<String>> = p.commands.into_iter().map(|c| c.words).collect();
+        assert_eq!(w[1], vec!["sudo", "x"]);
+        assert_eq!(w[2], vec!["cat"]);
+        assert_eq!(
+            words("echo $(echo $(echo (a)) b) c")[0],
+            vec!["echo", "$(echo $(echo (a)) b)", "c"]
+        );
     }
 
     #[test]
@@ -600,6 +667,14 @@ mod tests {
             let _ = parse(src);
         }
         assert!(parse("echo 'oops").problem.is_some());
+        // Hostile nesting neither overflows the stack nor is accepted silently.
+        for hostile in [
+            "$(".repeat(50_000),
+            "`$(".repeat(10_000),
+            "<(".repeat(50_000),
+        ] {
+            assert!(parse(&hostile).problem.is_some());
+        }
         assert!(parse("echo ok").problem.is_none());
     }
 }
