@@ -1,7 +1,7 @@
 //! The HTTP side shared by the providers: one POST that answers with an
 //! event stream, errors classified, silence bounded by the idle timeout.
 
-use crate::error::{LlmError, classify_http};
+use crate::error::{LlmError, classify_http, classify_stream_error};
 use crate::event::{EventStream, StreamEvent};
 use crate::secret::Secret;
 use crate::sse::{SseDecoder, SseEvent};
@@ -118,6 +118,23 @@ impl HttpCall {
                 &self.auth_hint,
                 self.secret.as_ref(),
             ));
+        }
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("application/json"));
+        if is_json {
+            // A proxy or server that ignored `stream: true`, or an error sent with 200.
+            let body = self.read_capped(response).await;
+            return Err(match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(v) if v.get("error").is_some_and(|e| !e.is_null()) => {
+                    classify_stream_error(&v, &self.auth_hint, self.secret.as_ref())
+                }
+                _ => LlmError::malformed(
+                    "the server answered with plain JSON instead of an event stream",
+                ),
+            });
         }
         Ok(self.decode(response))
     }

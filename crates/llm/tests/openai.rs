@@ -277,3 +277,23 @@ async fn wrong_key_is_an_auth_error_without_the_key() {
     assert!(!line.contains(OPENAI_KEY), "{line}");
     assert!(retries(&events).is_empty());
 }
+
+#[tokio::test]
+async fn a_json_answer_instead_of_a_stream_is_a_clear_error() {
+    let server = TestServer::start().await;
+    server.push(Fault::plain_json(json!({"id": "chatcmpl-1", "choices": [{"message": {"role": "assistant", "content": "hi"}}]})));
+    let err = run(&openai(&server), request("gpt-5")).await.0.unwrap_err();
+    assert!(matches!(err, LlmError::MalformedResponse { .. }), "{err}");
+    assert!(err.to_string().contains("instead of an event stream"));
+    // A gateway that reports errors with status 200.
+    server.push(Fault::plain_json(
+        json!({"error": {"message": "Rate limit exceeded", "type": "rate_limit_error"}}),
+    ));
+    server.push(Reply::text("then fine"));
+    let (result, events) = run(&openai(&server), request("gpt-5")).await;
+    assert_eq!(result.unwrap().message.text(), "then fine");
+    assert!(matches!(
+        retries(&events)[0].2,
+        LlmError::RateLimited { .. }
+    ));
+}

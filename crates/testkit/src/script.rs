@@ -240,6 +240,12 @@ pub enum Fault {
         /// Events sent before it.
         after_events: usize,
     },
+    /// HTTP 200 with `body` as `application/json`: a server that ignored
+    /// `stream: true`, or one that reports errors with status 200.
+    PlainJson {
+        /// The body.
+        body: Value,
+    },
     /// Anthropic only: after `after_events` events of `reply`, send an
     /// `error` event of `error_type` (e.g. `overloaded_error`) and end.
     ErrorEvent {
@@ -306,6 +312,11 @@ impl Fault {
             reply,
             after_events,
         }
+    }
+
+    /// A 200 answer with a JSON body instead of a stream.
+    pub fn plain_json(body: Value) -> Self {
+        Fault::PlainJson { body }
     }
 
     /// The stream of `reply` interrupted by an `error` event after `after_events` events.

@@ -378,6 +378,7 @@ fn respond(
             });
             json_response(status, &body, retry_after)
         }
+        Step::Fault(Fault::PlainJson { body }) => json_response(200, &body.to_string(), None),
         Step::Fault(Fault::CutAfter { reply, bytes }) => stream_response(
             events(&reply).concat(),
             chunking,
