@@ -12,6 +12,29 @@
 //! never contain a key. Retries (rate limits, overload, 5xx, broken
 //! connections before any content) happen inside the stream and are
 //! reported as [`StreamEvent::Retry`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), whittle_llm::LlmError> {
+//! use std::sync::Arc;
+//! use whittle_context::Message;
+//! use whittle_llm::{AnthropicProvider, ModelRequest, ModelSpec, Provider, StreamEvent, collect};
+//!
+//! let spec: ModelSpec = "anthropic:claude-sonnet-5-5".parse()?;
+//! let provider: Arc<dyn Provider> = Arc::new(AnthropicProvider::from_env(spec.model)?);
+//! let request = ModelRequest::new("", "You are terse.", vec![Message::user("hi")]);
+//! let stream = provider.stream(request).await?;
+//! let response = collect(stream, |event| match event {
+//!     StreamEvent::TextDelta { text, .. } => print!("{text}"),
+//!     StreamEvent::Retry { attempt, delay, reason } => {
+//!         eprintln!("retry {attempt} in {delay:?}: {reason}")
+//!     }
+//!     _ => {}
+//! })
+//! .await?;
+//! println!("\n{} input tokens", response.usage.total_input_tokens());
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod anthropic;
 mod collect;
