@@ -1,1 +1,23 @@
-//! Placeholder: filled in by its issue.
+//! The whittle agent: the loop that runs the compaction pipeline before every
+//! model call, executes tools under a permission policy and hooks, recovers
+//! from context overflow, and logs a session that survives crashes.
+//!
+//! The loop needs a multi-threaded tokio runtime: compaction is synchronous
+//! and blocks on the model for summaries.
+
+mod agent;
+mod builtin;
+pub mod hooks;
+mod prompt;
+pub mod session;
+mod summarizer;
+
+pub use agent::{
+    Agent, AgentConfig, AgentError, AgentEvent, Approval, Approver, COMPACT_ACK, ContextBreakdown,
+    DenyAsks, EventSink, MeterChoice, TurnOutcome, UsageTotals,
+};
+pub use builtin::{CompactTool, TaskTool};
+pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
+pub use prompt::system_prompt;
+pub use session::{SessionInfo, SessionWriter, find_session, list_sessions};
+pub use summarizer::ProviderSummarizer;

@@ -1,0 +1,138 @@
+//! The tools that belong to the loop rather than to the workspace:
+//! `compact` and `task` (a subagent).
+
+use crate::agent::{Agent, AgentConfig, COMPACT_ACK, DenyAsks, TurnOutcome};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use whittle_llm::Provider;
+use whittle_tools::{
+    PermissionMode, PermissionPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
+};
+
+/// The model raises its hand: summarize the history after this batch of tools.
+/// The loop recognises the call by name; running it only acknowledges.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompactTool;
+
+impl Tool for CompactTool {
+    fn name(&self) -> &str {
+        "compact"
+    }
+
+    fn description(&self) -> &str {
+        "Summarize the conversation so far to free context space. Call it after finishing a stage \
+         of work when the details before it are no longer needed; the summary keeps the goal, \
+         decisions, files and remaining work. Give a focus to say what the summary must keep."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "focus": {"type": "string", "description": "What the summary must keep in detail."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async { ToolOutput::ok(COMPACT_ACK) })
+    }
+}
+
+/// A subagent: a fresh context, read-only tools, its own compaction; it
+/// returns its final answer. For searches and reading many files without
+/// filling the main context.
+pub struct TaskTool {
+    provider: Arc<dyn Provider>,
+    tools: ToolRegistry,
+    config: AgentConfig,
+}
+
+impl TaskTool {
+    /// Model calls a subagent may make.
+    pub const MAX_TURNS: u32 = 30;
+
+    /// A task tool whose subagents use `provider`, the read-only subset of
+    /// `tools`, and `config` (its compaction limits and state folder).
+    pub fn new(provider: Arc<dyn Provider>, tools: &ToolRegistry, mut config: AgentConfig) -> Self {
+        let mut tools = tools.read_only();
+        tools.remove("task");
+        tools.remove("todo_write");
+        config.max_turns = config.max_turns.min(Self::MAX_TURNS);
+        config.system_prompt = format!(
+            "{}\n\nYou are a subagent: another agent gave you the task below. Work with your \
+             read-only tools, then answer with everything the other agent needs, in a self-contained \
+             final message (it sees nothing else of your work).",
+            config.system_prompt
+        );
+        TaskTool {
+            provider,
+            tools,
+            config,
+        }
+    }
+}
+
+impl Tool for TaskTool {
+    fn name(&self) -> &str {
+        "task"
+    }
+
+    fn description(&self) -> &str {
+        "Delegate a self-contained research task (searching, reading many files, summarizing) to a \
+         subagent with a fresh context and read-only tools. It returns only its final answer, so \
+         your own context stays small. Say exactly what you need back."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A few words naming the task."},
+                "prompt": {"type": "string", "description": "The full task for the subagent."}
+            },
+            "required": ["prompt"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let Some(prompt) = input.get("prompt").and_then(Value::as_str) else {
+                return ToolOutput::error(
+                    "invalid input for task: `prompt` (a string) is required",
+                );
+            };
+            let mut agent = Agent::new(
+                self.provider.clone(),
+                self.tools.clone(),
+                self.config.clone(),
+            )
+            .with_policy(PermissionPolicy::new(PermissionMode::ReadOnly))
+            .with_approver(Box::new(DenyAsks));
+            let mut sink = |_| {};
+            match agent.run_turn(prompt, &mut sink, ctx.cancel_token()).await {
+                Ok(TurnOutcome::Done { text }) => ToolOutput::ok(text),
+                Ok(TurnOutcome::MaxTurns) => ToolOutput::error(format!(
+                    "the subagent used all {} model calls without a final answer",
+                    self.config.max_turns
+                )),
+                Ok(TurnOutcome::Cancelled) => ToolOutput::error("the subagent was cancelled"),
+                Ok(TurnOutcome::Blocked { reason }) => {
+                    ToolOutput::error(format!("the subagent was blocked: {reason}"))
+                }
+                Err(e) => ToolOutput::error(format!("the subagent failed: {e}")),
+            }
+        })
+    }
+}

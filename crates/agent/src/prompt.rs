@@ -1,0 +1,32 @@
+//! The system prompt.
+
+use std::path::Path;
+use whittle_context::summarize::AUTHORITY_RULE;
+use whittle_tools::Skills;
+
+/// The system prompt for a session in `workspace`. It stays the same for the
+/// whole session, so the provider can cache it.
+pub fn system_prompt(workspace: &Path, skills: &Skills, extra: Option<&str>) -> String {
+    let mut p = format!(
+        "You are whittle, a coding agent in a terminal. You work in the folder {} (the workspace): \
+read and search files, run commands, and edit code to do what the user asks. Look before you \
+change anything, make focused changes, and check your work (run the tests when there are some). \
+Answer briefly and concretely when you are done.\n\n\
+Long tool outputs may be moved out of the conversation to save space: `<persisted-output>` \
+shows a preview and the file holding the whole output, and `[Earlier tool result saved at PATH]` \
+replaces an old result. Read those files with read_file when you need them again. Call the \
+`compact` tool after finishing a stage of work whose details you no longer need.\n\n{AUTHORITY_RULE}\n",
+        workspace.display()
+    );
+    let listing = skills.prompt_listing();
+    if !listing.is_empty() {
+        p.push('\n');
+        p.push_str(&listing);
+    }
+    if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
+        p.push('\n');
+        p.push_str(extra.trim());
+        p.push('\n');
+    }
+    p
+}

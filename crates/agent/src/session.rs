@@ -1,0 +1,216 @@
+//! Writing the session log, finding sessions, and opening one to resume.
+//!
+//! The record format lives in [`whittle_context::session_log`], where the
+//! replay importer reads it too. Every record is written and flushed as one
+//! line, so a crash loses at most the line being written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+use whittle_context::session_log::{SESSION_FORMAT, SessionRecord, SessionState, read_session};
+
+/// An open session log, appended to as the agent works.
+#[derive(Debug)]
+pub struct SessionWriter {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+/// A session found on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Its id.
+    pub id: String,
+    /// Its log.
+    pub path: PathBuf,
+    /// When it was last written.
+    pub modified: SystemTime,
+}
+
+/// Why a session could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionFileError {
+    /// File system trouble.
+    #[error("session log {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The log could not be read back.
+    #[error(transparent)]
+    Read(#[from] whittle_context::session_log::SessionError),
+    /// No session with that id (or none at all).
+    #[error("no session {0} in .whittle/sessions (see /sessions)")]
+    NotFound(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionFileError + '_ {
+    move |source| SessionFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl SessionWriter {
+    /// Starts a new session log in `dir`.
+    pub fn create(dir: &Path, model: &str, cwd: &Path) -> Result<Self, SessionFileError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let ms = now_ms();
+        // Time first, so names sort by age; the pid keeps parallel sessions apart.
+        let id = format!("{ms:013}-{:05}", std::process::id() % 100_000);
+        let path = dir.join(format!("{id}.jsonl"));
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        let mut writer = SessionWriter {
+            id: id.clone(),
+            path,
+            file,
+        };
+        writer.append(&SessionRecord::Session {
+            format: SESSION_FORMAT.into(),
+            id,
+            model: model.into(),
+            cwd: cwd.display().to_string(),
+            created_ms: ms,
+        })?;
+        Ok(writer)
+    }
+
+    /// Opens an existing log to append to it, reading its state. A last line
+    /// cut by a crash is removed first, so new records start on a fresh line.
+    pub fn resume(path: &Path) -> Result<(Self, SessionState), SessionFileError> {
+        let state = read_session(path)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let bytes = fs::read(path).map_err(io_err(path))?;
+        let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if keep < bytes.len() {
+            file.set_len(keep as u64).map_err(io_err(path))?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        Ok((
+            SessionWriter {
+                id: state.id.clone(),
+                path: path.to_path_buf(),
+                file,
+            },
+            state,
+        ))
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record and flushes it.
+    pub fn append(&mut self, record: &SessionRecord) -> Result<(), SessionFileError> {
+        let mut line = serde_json::to_vec(record).map_err(|e| io_err(&self.path)(e.into()))?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io_err(&self.path))?;
+        self.file.flush().map_err(io_err(&self.path))
+    }
+}
+
+/// Every session in `dir`, newest first.
+pub fn list_sessions(dir: &Path) -> Vec<SessionInfo> {
+    let mut found: Vec<SessionInfo> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            if path.extension()? != "jsonl" {
+                return None;
+            }
+            let modified = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(UNIX_EPOCH);
+            Some(SessionInfo {
+                id: path.file_stem()?.to_string_lossy().into_owned(),
+                path,
+                modified,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.id.cmp(&a.id)));
+    found
+}
+
+/// The log of session `id` in `dir`, or of the newest session when `id` is `None`.
+pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionFileError> {
+    let sessions = list_sessions(dir);
+    match id {
+        None => sessions
+            .into_iter()
+            .next()
+            .map(|s| s.path)
+            .ok_or_else(|| SessionFileError::NotFound("to continue".into())),
+        Some(id) => sessions
+            .into_iter()
+            .find(|s| s.id == id || s.id.starts_with(id))
+            .map(|s| s.path)
+            .ok_or_else(|| SessionFileError::NotFound(id.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use whittle_context::Message;
+
+    #[test]
+    fn resume_drops_a_cut_last_line_and_appends_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SessionWriter::create(dir.path(), "m", dir.path()).unwrap();
+        w.append(&SessionRecord::Message {
+            message: Message::user("hi"),
+        })
+        .unwrap();
+        let path = w.path().to_path_buf();
+        drop(w);
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"type\":\"mess")
+            .unwrap();
+        let (mut w, state) = SessionWriter::resume(&path).unwrap();
+        assert_eq!(state.history.len(), 1);
+        w.append(&SessionRecord::Message {
+            message: Message::assistant("hello"),
+        })
+        .unwrap();
+        let state = read_session(&path).unwrap();
+        assert_eq!(state.history.len(), 2);
+        assert_eq!(find_session(dir.path(), None).unwrap(), path);
+        assert_eq!(
+            find_session(dir.path(), Some(&state.id[..8])).unwrap(),
+            path
+        );
+        assert!(find_session(dir.path(), Some("nope")).is_err());
+    }
+}

@@ -1,0 +1,104 @@
+//! Summaries for compaction, made by the session's own model.
+
+use std::sync::Arc;
+use whittle_context::summarize::{
+    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer, SummaryInput,
+};
+use whittle_context::{Message, Role};
+use whittle_llm::{LlmError, ModelRequest, Provider, ToolSpec, complete};
+
+/// A [`Summarizer`] that asks a provider.
+///
+/// A continuation is sent with the conversation's own system prompt and
+/// tools, so the provider's cached prefix serves it; a transcript is sent
+/// with [`SUMMARY_SYSTEM_PROMPT`]. The compaction pipeline is synchronous,
+/// so this blocks on the call: it needs a multi-threaded tokio runtime.
+pub struct ProviderSummarizer {
+    provider: Arc<dyn Provider>,
+    model: String,
+    system: String,
+    tools: Vec<ToolSpec>,
+    max_tokens: u32,
+}
+
+impl ProviderSummarizer {
+    /// A summarizer using `provider` with the conversation's `system` prompt and `tools`.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+        system: impl Into<String>,
+        tools: Vec<ToolSpec>,
+        max_tokens: u32,
+    ) -> Self {
+        ProviderSummarizer {
+            provider,
+            model: model.into(),
+            system: system.into(),
+            tools,
+            max_tokens,
+        }
+    }
+
+    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
+        let focus_line = focus
+            .map(|f| format!("\n\nPay particular attention to: {f}"))
+            .unwrap_or_default();
+        match input {
+            SummaryInput::Continuation(messages) => {
+                let mut messages = messages.to_vec();
+                let ask = format!("{CONTINUATION_INSTRUCTION}{focus_line}");
+                // After tool results the ask joins their user turn.
+                messages.push(Message::user(ask));
+                let mut request = ModelRequest::new(&self.model, &self.system, messages);
+                request.tools = self.tools.clone();
+                request.max_tokens = self.max_tokens;
+                request
+            }
+            SummaryInput::Transcript(text) => {
+                let ask = format!(
+                    "<conversation>\n{text}\n</conversation>\n\nWrite the state summary of the conversation above.{focus_line}"
+                );
+                let mut request =
+                    ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);
+                request.max_tokens = self.max_tokens;
+                request
+            }
+        }
+    }
+}
+
+impl Summarizer for ProviderSummarizer {
+    fn summarize(
+        &mut self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+    ) -> Result<String, SummarizeError> {
+        let request = self.request(input, focus);
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| SummarizeError::Failed("no async runtime to call the model".into()))?;
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return Err(SummarizeError::Failed(
+                "summaries need a multi-threaded runtime".into(),
+            ));
+        }
+        let provider = self.provider.clone();
+        let result = tokio::task::block_in_place(|| {
+            handle.block_on(async move { complete(provider.as_ref(), request).await })
+        });
+        match result {
+            Ok(response) => {
+                debug_assert_eq!(response.message.role(), Role::Assistant);
+                let text = response.message.text();
+                if text.trim().is_empty() {
+                    Err(SummarizeError::Failed(
+                        "the model returned an empty summary".into(),
+                    ))
+                } else {
+                    Ok(text)
+                }
+            }
+            Err(LlmError::ContextOverflow { .. }) => Err(SummarizeError::InputTooLong),
+            Err(e) => Err(SummarizeError::Failed(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! The agent loop against a scripted Anthropic server on loopback: tools,
+//! compaction (automatic, requested, reactive), hooks, permissions,
+//! sessions. Every request the server receives must pass the validator.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use testkit::{ContextLimit, Reply, Step, TestServer};
+use tokio_util::sync::CancellationToken;
+use whittle_agent::{
+    Agent, AgentConfig, AgentError, AgentEvent, CommandHook, CompactTool, HookKind, Hooks,
+    MeterChoice, TurnOutcome, system_prompt,
+};
+use whittle_context::session_log::read_session;
+use whittle_context::{Limits, Message, TokenBudget, validate};
+use whittle_llm::{AnthropicAuth, AnthropicConfig, AnthropicProvider, Provider, Secret};
+use whittle_tools::{PermissionMode, PermissionPolicy, Skills, ToolRegistry};
+
+struct Setup {
+    server: TestServer,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        Setup {
+            server: TestServer::start().await,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn workspace(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    fn provider(&self) -> Arc<dyn Provider> {
+        let mut config = AnthropicConfig::new(
+            "claude-sonnet-5-5",
+            AnthropicAuth::ApiKey(Secret::new("sk-test-secret")),
+        );
+        config.base_url = self.server.url();
+        config.retry.max_retries = 1;
+        Arc::new(AnthropicProvider::new(config).unwrap())
+    }
+
+    fn agent(&self, limits: Limits, meter: MeterChoice) -> Agent {
+        let mut tools = ToolRegistry::builtin();
+        tools.register(Arc::new(CompactTool));
+        let config = AgentConfig {
+            model: "claude-sonnet-5-5".into(),
+            model_label: "anthropic:claude-sonnet-5-5".into(),
+            max_tokens: 1024,
+            max_turns: 20,
+            workspace: self.workspace().to_path_buf(),
+            state_dir: self.workspace().join(".whittle"),
+            limits,
+            meter,
+            context_window: 200_000,
+            system_prompt: system_prompt(
+                self.workspace(),
+                &Skills::discover(self.workspace()),
+                None,
+            ),
+        };
+        Agent::new(self.provider(), tools, config).with_policy(
+            PermissionPolicy::new(PermissionMode::AcceptEdits).with_trusted_tools(["compact"]),
+        )
+    }
+
+    /// Every request so far was a valid Messages API request.
+    fn assert_requests_valid(&self) {
+        for r in self.server.requests() {
+            let messages: Vec<Message> =
+                serde_json::from_value(r.body["messages"].clone()).unwrap();
+            assert_eq!(validate(&messages), Ok(()), "request {}", r.number);
+            assert!(!r.body.to_string().contains("sk-test-secret"));
+        }
+    }
+}
+
+async fn run(agent: &mut Agent, input: &str) -> (Result<TurnOutcome, AgentError>, Vec<AgentEvent>) {
+    let mut events = Vec::new();
+    let mut sink = |e: AgentEvent| events.push(e);
+    let result = agent
+        .run_turn(input, &mut sink, &CancellationToken::new())
+        .await;
+    (result, events)
+}
+
+/// A message's text, whether its content is a string or blocks (the
+/// provider turns the newest message into blocks to mark it for caching).
+fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+fn tool_result_text(request: &Value, id: &str) -> String {
+    for m in request["messages"].as_array().unwrap() {
+        if let Some(blocks) = m["content"].as_array() {
+            for b in blocks {
+                if b["type"] == "tool_result" && b["tool_use_id"] == id {
+                    return b["content"].as_str().unwrap_or_default().to_string();
+                }
+            }
+        }
+    }
+    panic!("no result for {id}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_run_and_their_results_go_back_in_one_message() {
+    let s = Setup::new().await;
+    s.server.push(
+        Reply::tool_use(
+            "t1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "hello\n"}),
+        )
+        .with_tool_use("t2", "bash", json!({"command": "cat notes.txt"})),
+    );
+    s.server.push(Reply::text("Wrote and read notes.txt."));
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let (result, events) = run(&mut agent, "make a note").await;
+    assert_eq!(
+        result.unwrap(),
+        TurnOutcome::Done {
+            text: "Wrote and read notes.txt.".into()
+        }
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.workspace().join("notes.txt")).unwrap(),
+        "hello\n"
+    );
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = &requests[1].body;
+    let last = second["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["content"].as_array().unwrap().len(),
+        2,
+        "both results in one message"
+    );
+    assert!(tool_result_text(second, "t2").contains("hello"));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolDone { name, .. } if name == "bash"))
+    );
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_compact_tool_runs_after_the_whole_batch_with_its_focus() {
+    let s = Setup::new().await;
+    s.server.push(
+        Reply::tool_use(
+            "w",
+            "write_file",
+            json!({"path": "done.txt", "content": "stage 1"}),
+        )
+        .with_tool_use("c", "compact", json!({"focus": "the parser bug"})),
+    );
+    // The teaching preset summarizes a transcript of the conversation.
+    s.server.push_fn(|r| {
+        let asked = r.last_message_text();
+        assert!(asked.starts_with("<conversation>"), "{asked}");
+        assert!(asked.contains("Pay particular attention to: the parser bug"));
+        Step::Reply(Reply::text("Stage 1 written to done.txt; next: stage 2."))
+    });
+    s.server.push(Reply::text("Continuing with stage 2."));
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let (result, events) = run(&mut agent, "do stage 1 then compact").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    assert!(
+        s.workspace().join("done.txt").exists(),
+        "the write ran before compaction"
+    );
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 3);
+    // The summary saw the write's result: nothing orphaned.
+    assert!(requests[1].last_message_text().contains("[tool result w]"));
+    let after = &message_text(&requests[2].body["messages"][0]);
+    assert!(after.starts_with("[Compacted]\n\nCurrent user request:\ndo stage 1 then compact"));
+    assert!(after.contains("Stage 1 written to done.txt"));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Compaction(r) if r.applied()))
+    );
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_too_long_once_is_recovered_by_reactive_compaction() {
+    let s = Setup::new().await;
+    let mut agent = s.agent(
+        Limits::tokens(TokenBudget::new(200_000, 8_000)),
+        MeterChoice::Tokens,
+    );
+    // Build some history: four tool turns with sizable outputs.
+    for i in 0..4 {
+        s.server.push(Reply::tool_use(
+            format!("r{i}"),
+            "bash",
+            json!({"command": format!("seq 1 {}", 2000 + i)}),
+        ));
+    }
+    s.server.push(Reply::text("Read everything."));
+    let (result, _) = run(&mut agent, "look around").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    let body_bytes = s.server.requests().last().unwrap().body_bytes;
+
+    // Now the server's window is smaller than the history: one refusal.
+    s.server.set_context_limit(Some(ContextLimit {
+        max_body_bytes: body_bytes - 1000,
+        once: true,
+    }));
+    s.server.push(Reply::text("reactive summary of the work"));
+    s.server.push(Reply::text("All good."));
+    let (result, events) = run(&mut agent, "and now?").await;
+    assert_eq!(
+        result.unwrap(),
+        TurnOutcome::Done {
+            text: "All good.".into()
+        }
+    );
+    let compaction = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Compaction(r) if r.applied() => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(compaction.step, whittle_context::Step::ReactiveCompact);
+    let last = s.server.requests().last().unwrap().clone();
+    let first = &message_text(&last.body["messages"][0]);
+    assert!(first.starts_with("[Reactive compact]\n\nCurrent user request:\nand now?"));
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_too_long_always_is_a_clear_error_naming_the_transcript() {
+    let s = Setup::new().await;
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    for i in 0..3 {
+        s.server.push(Reply::tool_use(
+            format!("r{i}"),
+            "bash",
+            json!({"command": "seq 1 3000"}),
+        ));
+    }
+    s.server.push(Reply::text("done"));
+    run(&mut agent, "look").await.0.unwrap();
+    s.server.set_context_limit(Some(ContextLimit {
+        max_body_bytes: 600,
+        once: false,
+    }));
+    // The reactive summary is made from a transcript, which also overflows here.
+    let (result, _) = run(&mut agent, "again").await;
+    let err = result.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(err, AgentError::Overflow { .. } | AgentError::Llm(_)),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "one line: {text}");
+    if let AgentError::Overflow {
+        transcript: Some(t),
+        ..
+    } = &err
+    {
+        assert!(t.exists(), "{text}");
+        assert!(text.contains(&t.display().to_string()));
+    } else {
+        panic!("expected an overflow naming a transcript: {text}");
+    }
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_block_tools_and_a_denied_command_never_runs() {
+    let s = Setup::new().await;
+    let mut hooks = Hooks::new();
+    hooks.add_commands([CommandHook {
+        event: HookKind::PreToolUse,
+        matcher: Some("write_file".into()),
+        command: "echo 'writes are frozen' >&2; exit 2".into(),
+        timeout_secs: Some(10),
+    }]);
+    s.server.push(
+        Reply::tool_use("w", "write_file", json!({"path": "x.txt", "content": "x"})).with_tool_use(
+            "d",
+            "bash",
+            json!({"command": "rm -rf / --no-preserve-root; touch ran.txt"}),
+        ),
+    );
+    s.server.push(Reply::text("ok"));
+    let mut agent = s
+        .agent(Limits::teaching(), MeterChoice::Chars)
+        .with_hooks(hooks);
+    run(&mut agent, "try").await.0.unwrap();
+    assert!(!s.workspace().join("x.txt").exists());
+    assert!(
+        !s.workspace().join("ran.txt").exists(),
+        "a denied command never runs"
+    );
+    let second = &s.server.requests()[1].body;
+    assert!(tool_result_text(second, "w").contains("writes are frozen"));
+    assert!(tool_result_text(second, "d").starts_with("[denied]"));
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_log_everything_and_resume_after_a_cut() {
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_use(
+        "t1",
+        "bash",
+        json!({"command": "echo one"}),
+    ));
+    s.server.push(Reply::text("first done"));
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let log = agent.start_session().unwrap().to_path_buf();
+    run(&mut agent, "first").await.0.unwrap();
+    drop(agent);
+    // A crash mid-tool: the log ends with an assistant tool call and a cut line.
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    let call = json!({"type": "message", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t9", "name": "bash", "input": {"command": "sleep 100"}}]}});
+    text += &format!("{call}\n{{\"type\":\"tool_ru");
+    std::fs::write(&log, text).unwrap();
+
+    let mut resumed = s.agent(Limits::teaching(), MeterChoice::Chars);
+    assert_eq!(resumed.resume_session(&log).unwrap(), 1);
+    assert_eq!(resumed.request(), "first");
+    s.server.push(Reply::text("second done"));
+    run(&mut resumed, "second").await.0.unwrap();
+    let last = s.server.requests().last().unwrap().clone();
+    assert!(tool_result_text(&last.body, "t9").contains("interrupted"));
+    let state = read_session(&log).unwrap();
+    assert_eq!(state.request, "second");
+    assert_eq!(validate(&state.history), Ok(()));
+    assert!(
+        !std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("sk-test-secret")
+    );
+    s.assert_requests_valid();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_mid_tool_keeps_the_history_valid() {
+    let s = Setup::new().await;
+    s.server.push(
+        Reply::tool_use("slow", "bash", json!({"command": "sleep 30"})).with_tool_use(
+            "next",
+            "bash",
+            json!({"command": "touch never.txt"}),
+        ),
+    );
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let mut sink = move |e: AgentEvent| {
+        if matches!(e, AgentEvent::ToolStart { .. }) {
+            let t = trigger.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                t.cancel();
+            });
+        }
+    };
+    let started = std::time::Instant::now();
+    let outcome = agent.run_turn("wait", &mut sink, &cancel).await.unwrap();
+    assert_eq!(outcome, TurnOutcome::Cancelled);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(!s.workspace().join("never.txt").exists());
+    assert_eq!(validate(agent.history().messages()), Ok(()));
+}
