@@ -27,7 +27,10 @@ pub struct GenerationParams {
     pub temperature: f32,
     /// Nucleus sampling: draw only from the likeliest tokens holding this much probability.
     pub top_p: f32,
-    /// Seed of the sampler: the same seed, model and prompt give the same reply.
+    /// Seed of the sampler. The same seed, model and prompt give the same reply from the
+    /// same cache state: a fresh model, after [`LocalModel::reset_cache`], or the same
+    /// sequence of calls. A prompt part reused from the cache was computed by another
+    /// kernel (dense for many tokens, quantized for few), so its last bits may differ.
     pub seed: u64,
 }
 
@@ -375,5 +378,17 @@ impl LocalModel {
             },
             stop_reason,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_can_be_shared_with_a_blocking_thread() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<LocalModel>();
+        send_sync::<LocalError>();
     }
 }

