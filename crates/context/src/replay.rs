@@ -12,6 +12,7 @@
 //! Then the recorded answer is appended and the replay goes on.
 
 use crate::history::History;
+use crate::import::import_tree;
 use crate::limits::{Limits, TokenBudget};
 use crate::message::{Content, Message, Role};
 use crate::meter::{CharMeter, Meter, TokenMeter};
@@ -22,7 +23,7 @@ use crate::summarize::{CONTINUATION_INSTRUCTION, SummarizeError, Summarizer, Sum
 use crate::validate::validate;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// A compaction policy to compare.
@@ -490,7 +491,7 @@ fn content_chars(m: &Message) -> usize {
 struct PromptCache<'a> {
     config: &'a ReplayConfig,
     system_hash: u64,
-    system_tokens: u64,
+    system_chars: usize,
     /// Prefix hashes written to the cache.
     written: HashSet<u64>,
     /// Per-message hashes of the last request, valid while the history's
@@ -504,7 +505,7 @@ impl<'a> PromptCache<'a> {
         PromptCache {
             config,
             system_hash: hash(&system),
-            system_tokens: config.tokens(system_chars),
+            system_chars,
             written: HashSet::new(),
             hashes: Vec::new(),
             epoch: None,
@@ -548,14 +549,16 @@ impl<'a> PromptCache<'a> {
         let mut prefix = Vec::with_capacity(messages.len() + 1);
         let mut tokens_at = Vec::with_capacity(messages.len() + 1);
         let mut h = self.system_hash;
-        let mut chars = 0usize;
+        // Counted as the history's JSON array is (`[`, messages, commas), so
+        // the whole request measures exactly what the meter says.
+        let mut chars = self.system_chars + 1;
         prefix.push(h);
-        tokens_at.push(self.system_tokens);
+        tokens_at.push(self.config.tokens(chars));
         for (m, mh) in messages.iter().zip(hashes) {
             h = hash(&(h, *mh));
             chars += m.chars() + 1;
             prefix.push(h);
-            tokens_at.push(self.system_tokens + self.config.tokens(chars));
+            tokens_at.push(self.config.tokens(chars));
         }
         let n = messages.len();
         if extra_chars > 0 {
@@ -563,7 +566,7 @@ impl<'a> PromptCache<'a> {
             h = hash(&(h, extra_chars));
             chars += extra_chars + 1;
             prefix.push(h);
-            tokens_at.push(self.system_tokens + self.config.tokens(chars));
+            tokens_at.push(self.config.tokens(chars));
         }
         let n = if extra_chars > 0 { n + 1 } else { n };
         let total = *tokens_at.last().unwrap_or(&0);
@@ -599,6 +602,272 @@ fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
     let mut h = DefaultHasher::new();
     value.hash(&mut h);
     h.finish()
+}
+
+/// One conversation's reports, one per policy.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ConversationRow {
+    /// The conversation's id.
+    pub id: String,
+    /// The file it came from.
+    pub source: PathBuf,
+    /// Its format.
+    pub format: String,
+    /// Messages in the recording.
+    pub messages: usize,
+    /// One report per policy, in the run's policy order.
+    pub reports: Vec<ReplayReport>,
+}
+
+/// Everything a `whittle replay` run measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplaySummary {
+    /// The window replayed against.
+    pub window_tokens: u64,
+    /// The prices used.
+    pub prices: Prices,
+    /// Who wrote the summaries (e.g. "stand-in, 2000 chars").
+    pub summarizer: String,
+    /// The policies, in column order.
+    pub policies: Vec<String>,
+    /// Per conversation.
+    pub conversations: Vec<ConversationRow>,
+    /// Totals per policy, in column order.
+    pub totals: Vec<ReplayReport>,
+    /// Files that could not be imported, one line each.
+    pub errors: Vec<String>,
+}
+
+/// Imports every trace under `paths` and replays each conversation under
+/// each policy. Each replay gets its own scratch store, removed afterwards.
+/// `summarizer` makes a fresh summarizer for each replay.
+pub fn replay_paths(
+    paths: &[PathBuf],
+    policies: &[Policy],
+    config: &ReplayConfig,
+    summarizer: &mut dyn FnMut() -> Box<dyn Summarizer>,
+    summarizer_name: &str,
+) -> ReplaySummary {
+    let mut summary = ReplaySummary {
+        window_tokens: config.window_tokens,
+        prices: config.prices,
+        summarizer: summarizer_name.to_string(),
+        policies: policies.iter().map(|p| p.name().to_string()).collect(),
+        conversations: Vec::new(),
+        totals: policies
+            .iter()
+            .map(|p| ReplayReport {
+                conversation: "total".into(),
+                policy: p.name().into(),
+                ..ReplayReport::default()
+            })
+            .collect(),
+        errors: Vec::new(),
+    };
+    for path in paths {
+        for file in import_tree(path) {
+            let conversations = match file.result {
+                Ok(c) => c,
+                Err(e) => {
+                    summary.errors.push(e.to_string());
+                    continue;
+                }
+            };
+            for c in conversations {
+                let mut row = ConversationRow {
+                    id: c.id.clone(),
+                    source: c.source.clone(),
+                    format: c.format.name().to_string(),
+                    messages: c.messages.len(),
+                    reports: Vec::new(),
+                };
+                for (k, policy) in policies.iter().enumerate() {
+                    let scratch = match ScratchDir::new() {
+                        Ok(s) => s,
+                        Err(e) => {
+                            summary
+                                .errors
+                                .push(format!("cannot make a scratch folder: {e}"));
+                            return summary;
+                        }
+                    };
+                    let mut s = summarizer();
+                    let report = replay_conversation(
+                        &c.id,
+                        &c.messages,
+                        c.system.as_deref(),
+                        *policy,
+                        config,
+                        s.as_mut(),
+                        scratch.path(),
+                    );
+                    summary.totals[k].absorb(&report);
+                    row.reports.push(report);
+                }
+                summary.conversations.push(row);
+            }
+        }
+    }
+    summary
+}
+
+/// A folder under the system temp dir, removed on drop.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> std::io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("whittle-replay-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The summary as a table for people: policies in columns, totals first,
+/// then one line per conversation with each policy's cost and peak.
+pub fn render_table(summary: &ReplaySummary) -> String {
+    use crate::pipeline::human;
+    let mut out = String::new();
+    let p = summary.prices;
+    out.push_str(&format!(
+        "whittle replay: {} conversations, window {} tokens, prices ${}/${} per Mtok in/out \
+         (cache write {}x, read {}x), tokens = chars/4, summaries: {}\n\n",
+        summary.conversations.len(),
+        group_digits(summary.window_tokens),
+        p.input,
+        p.output,
+        p.cache_write_multiplier,
+        p.cache_read_multiplier,
+        summary.summarizer
+    ));
+    let base = summary.totals.first().map_or(0.0, |t| t.cost_usd);
+    let none_cost = summary
+        .totals
+        .iter()
+        .find(|t| t.policy == "none")
+        .map_or(base, |t| t.cost_usd);
+    type Cell = fn(&ReplayReport, f64) -> String;
+    let rows: Vec<(&str, Cell)> = vec![
+        ("model calls", |t, _| group_digits(t.calls)),
+        ("peak context (tokens)", |t, _| group_digits(t.peak_tokens)),
+        ("input tokens (all calls)", |t, _| human(t.input_tokens)),
+        ("  read from cache", |t, _| {
+            format!("{:.1}%", 100.0 * t.cache_read_share())
+        }),
+        ("  written to cache", |t, _| human(t.cache_write_tokens)),
+        ("estimated cost", |t, _| format!("${:.2}", t.cost_usd)),
+        ("cost vs none", |t, none| {
+            if none > 0.0 {
+                format!("{:.2}x", t.cost_usd / none)
+            } else {
+                "-".into()
+            }
+        }),
+        ("requests over the window", |t, _| {
+            group_digits(t.over_window)
+        }),
+        ("summarization calls", |t, _| {
+            group_digits(t.summarize_calls)
+        }),
+        ("tool_result_budget runs", |t, _| {
+            step_count(t, "tool_result_budget")
+        }),
+        ("snip_compact runs", |t, _| step_count(t, "snip_compact")),
+        ("micro_compact runs", |t, _| step_count(t, "micro_compact")),
+        ("fit_tool_results runs", |t, _| {
+            step_count(t, "fit_tool_results")
+        }),
+        ("compact_history runs", |t, _| {
+            step_count(t, "compact_history")
+        }),
+        ("reactive_compact runs", |t, _| {
+            step_count(t, "reactive_compact")
+        }),
+        ("unrecoverable bytes", |t, _| {
+            group_digits(t.unrecoverable_chars)
+        }),
+        ("invalid requests", |t, _| group_digits(t.invalid_requests)),
+        ("pipeline per call (median)", |t, _| {
+            format!("{}us", t.pipeline_us_median)
+        }),
+        ("pipeline per call (max)", |t, _| {
+            format!("{}us", t.pipeline_us_max)
+        }),
+        ("pipeline in all", |t, _| {
+            format!("{:.1}ms", t.pipeline_us_total as f64 / 1000.0)
+        }),
+    ];
+    let width = 28;
+    out.push_str(&format!("{:width$}", ""));
+    for name in &summary.policies {
+        out.push_str(&format!("{name:>14}"));
+    }
+    out.push('\n');
+    for (label, cell) in rows {
+        out.push_str(&format!("{label:width$}"));
+        for t in &summary.totals {
+            out.push_str(&format!("{:>14}", cell(t, none_cost)));
+        }
+        out.push('\n');
+    }
+    if !summary.conversations.is_empty() {
+        out.push_str("\nper conversation: cost (peak tokens, * = over the window)\n");
+        let idw = summary
+            .conversations
+            .iter()
+            .map(|c| c.id.chars().count())
+            .max()
+            .unwrap_or(10)
+            .clamp(10, 48);
+        out.push_str(&format!("{:idw$}", "conversation"));
+        for name in &summary.policies {
+            out.push_str(&format!("{name:>22}"));
+        }
+        out.push('\n');
+        for c in &summary.conversations {
+            let id: String = c.id.chars().take(idw).collect();
+            out.push_str(&format!("{id:idw$}"));
+            for r in &c.reports {
+                let star = if r.over_window > 0 { "*" } else { " " };
+                out.push_str(&format!(
+                    "{:>22}",
+                    format!("${:.3} ({}){star}", r.cost_usd, human(r.peak_tokens))
+                ));
+            }
+            out.push('\n');
+        }
+    }
+    for e in &summary.errors {
+        out.push_str(&format!("skipped: {e}\n"));
+    }
+    out
+}
+
+fn step_count(t: &ReplayReport, step: &str) -> String {
+    group_digits(t.steps.get(step).copied().unwrap_or(0))
+}
+
+/// `1234567` -> `1,234,567`.
+fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,47 @@
+//! Replays every shared trace under the default policy at a 32,000-token
+//! window: the pipeline's cost on real sessions, end to end (import once,
+//! then rebuild each history call by call, prepare, price, check recovery).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::path::PathBuf;
+use whittle_context::import::import_tree;
+use whittle_context::replay::{Policy, ReplayConfig, StandInSummarizer, replay_conversation};
+
+fn bench(c: &mut Criterion) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    let conversations: Vec<_> = import_tree(&root)
+        .into_iter()
+        .filter_map(|f| f.result.ok())
+        .flatten()
+        .collect();
+    let config = ReplayConfig::for_window(32_000);
+    let mut group = c.benchmark_group("replay");
+    group.sample_size(10);
+    for policy in [Policy::None, Policy::Default] {
+        group.bench_function(format!("shared_traces/{}", policy.name()), |b| {
+            b.iter(|| {
+                let mut calls = 0;
+                for conv in &conversations {
+                    let dir = tempfile::tempdir().unwrap();
+                    let r = replay_conversation(
+                        &conv.id,
+                        &conv.messages,
+                        conv.system.as_deref(),
+                        policy,
+                        &config,
+                        &mut StandInSummarizer::default(),
+                        dir.path(),
+                    );
+                    calls += r.calls;
+                }
+                black_box(calls)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
