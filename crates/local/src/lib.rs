@@ -28,6 +28,7 @@ mod download;
 mod engine;
 mod error;
 mod gguf;
+mod linear;
 mod model;
 mod prompt;
 mod sampler;

@@ -3,18 +3,18 @@
 //!
 //! Written here rather than taken from `candle_transformers::models::quantized_llama`
 //! because that model caps positions at 4,096 (SmolLM2's window is 8,192), copies the whole
-//! KV cache on every token, and cannot keep a prompt prefix between calls. Weights in
-//! quantizations candle has no SIMD kernel for (Q4_1, Q5_0, Q5_1) are converted to Q8_0 at
-//! load, which is near-lossless and several times faster on x86. Prompt processing
-//! (many rows at once) runs on f32 copies of the weights through candle's GEMM, about five
-//! times faster than quantized dot products; decoding (one row) reads the quantized weights.
+//! KV cache on every token, cannot keep a prompt prefix between calls, and runs Q4_1 (the
+//! default model's type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
+//! gate/up are fused so each layer makes four products, not seven.
 
-use crate::error::LocalError;
+use crate::error::{LocalError, one_line};
 use crate::gguf::Metadata;
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file};
-use candle_core::{DType, Device, Module, Tensor};
+use crate::linear::{BLOCK, Linear, Q8Matrix};
+use candle_core::quantized::gguf_file;
+use candle_core::{DType, Device, Tensor};
 use std::io::{Read, Seek};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Shapes and constants of a model, from `<arch>.*` metadata.
 #[derive(Clone, Debug)]
@@ -94,47 +94,18 @@ impl Config {
     }
 }
 
-/// Rows at or above which a projection runs as a dense f32 GEMM rather than quantized
-/// dot products: prompt processing is compute-bound and the GEMM is several times faster,
-/// while one row (decoding) is memory-bound and reads the smaller quantized weights.
-const DENSE_MIN_ROWS: usize = 8;
-
-/// Most bytes of f32 weight copies kept for dense prompt processing (SmolLM2-135M needs
-/// 425 MB); matrices beyond it are dequantized each time they are used, about 15% slower.
+/// Most bytes of f32 weight copies kept for prompt processing (SmolLM2-135M needs 425 MB);
+/// matrices beyond it are dequantized each time a prompt chunk uses them, about 15% slower.
 const DENSE_BUDGET_BYTES: usize = 512 << 20;
-
-/// A projection: quantized weight, optional f32 copy for many rows at once, optional bias.
-struct Linear {
-    weight: QMatMul,
-    dense: Option<Tensor>,
-    bias: Option<Tensor>,
-}
-
-impl Linear {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = match (&self.weight, &self.dense) {
-            (_, Some(w)) if x.dim(0)? >= DENSE_MIN_ROWS => x.matmul(&w.t()?)?,
-            (QMatMul::QTensor(q), None) if x.dim(0)? >= DENSE_MIN_ROWS => {
-                x.matmul(&q.dequantize(x.device())?.t()?)?
-            }
-            (w, _) => w.forward(x)?,
-        };
-        match &self.bias {
-            Some(b) => y.broadcast_add(b),
-            None => Ok(y),
-        }
-    }
-}
 
 struct Layer {
     attn_norm: Tensor,
-    q: Linear,
-    k: Linear,
-    v: Linear,
+    /// q, k and v stacked: `n_embd + 2 * kv_dim` output rows.
+    qkv: Linear,
     o: Linear,
     ffn_norm: Tensor,
-    gate: Linear,
-    up: Linear,
+    /// gate and up stacked: `2 * n_ff` output rows.
+    gate_up: Linear,
     down: Linear,
 }
 
@@ -210,10 +181,10 @@ impl KvCache {
 /// The loaded weights and the KV cache.
 pub(crate) struct Transformer {
     cfg: Config,
-    embed: QTensor,
+    embed: Arc<Q8Matrix>,
     layers: Vec<Layer>,
     norm: Tensor,
-    output: QMatMul,
+    output: Linear,
     vocab: usize,
     cache: KvCache,
     device: Device,
@@ -237,7 +208,8 @@ impl<R: Read + Seek> Loader<'_, R> {
         }
     }
 
-    fn raw(&mut self, name: &str, shape: &[usize]) -> Result<QTensor, LocalError> {
+    /// Reads one tensor as f32, checking its shape.
+    fn read(&mut self, name: &str, shape: &[usize]) -> Result<Tensor, LocalError> {
         let Some(info) = self.content.tensor_infos.get(name) else {
             return Err(self.invalid(format!("tensor {name} is missing")));
         };
@@ -253,68 +225,48 @@ impl<R: Read + Seek> Loader<'_, R> {
                 "tensor {name}: rows are not whole quantization blocks"
             )));
         }
-        self.content
+        let q = self
+            .content
             .tensor(self.reader, name, &self.device)
-            .map_err(|e| {
-                self.invalid(format!(
-                    "tensor {name}: {}",
-                    crate::error::one_line(&e.to_string())
-                ))
-            })
+            .map_err(|e| self.invalid(format!("tensor {name}: {}", one_line(&e.to_string()))))?;
+        Ok(q.dequantize(&self.device)?)
     }
 
     fn has(&self, name: &str) -> bool {
         self.content.tensor_infos.contains_key(name)
     }
 
-    fn vector(&mut self, name: &str, len: usize) -> Result<Tensor, LocalError> {
-        let q = self.raw(name, &[len])?;
-        Ok(q.dequantize(&self.device)?)
-    }
-
-    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatMul, LocalError> {
-        let q = fast_kernel(self.raw(name, &[rows, cols])?, &self.device)?;
-        Ok(QMatMul::from_qtensor(q)?)
-    }
-
+    /// A projection from the weights (and biases) of `parts`, stacked by output row.
     fn linear(
         &mut self,
-        name: &str,
-        rows: usize,
+        parts: &[(&str, usize)],
         cols: usize,
         bias: bool,
     ) -> Result<Linear, LocalError> {
-        let weight = self.matrix(&format!("{name}.weight"), rows, cols)?;
-        let bytes = rows * cols * 4;
-        let dense = match &weight {
-            QMatMul::QTensor(q) if bytes <= self.dense_budget => {
-                self.dense_budget -= bytes;
-                Some(q.dequantize(&self.device)?)
+        let mut weights = Vec::with_capacity(parts.len());
+        let mut biases = Vec::with_capacity(parts.len());
+        for (name, rows) in parts {
+            weights.push(self.read(&format!("{name}.weight"), &[*rows, cols])?);
+            let bias_name = format!("{name}.bias");
+            if bias || self.has(&bias_name) {
+                biases.push(self.read(&bias_name, &[*rows])?);
             }
-            _ => None,
-        };
-        let bias_name = format!("{name}.bias");
-        let bias = if bias || self.has(&bias_name) {
-            Some(self.vector(&bias_name, rows)?)
-        } else {
-            None
-        };
-        Ok(Linear {
-            weight,
-            dense,
-            bias,
-        })
-    }
-}
-
-/// Converts a quantized tensor to Q8_0 when candle has no SIMD dot product for its type.
-fn fast_kernel(q: QTensor, device: &Device) -> Result<QTensor, LocalError> {
-    match q.dtype() {
-        GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
-            let t = q.dequantize(device)?;
-            Ok(QTensor::quantize(&t, GgmlDType::Q8_0)?)
         }
-        _ => Ok(q),
+        let weight = Tensor::cat(&weights, 0)?;
+        let bias = match biases.len() {
+            0 => None,
+            n if n == parts.len() => Some(Tensor::cat(&biases, 0)?),
+            _ => {
+                let first = parts.first().map_or("", |p| p.0);
+                return Err(self.invalid(format!("{first} has biases on only some of its parts")));
+            }
+        };
+        let bytes = weight.elem_count() * 4;
+        let keep_dense = bytes <= self.dense_budget;
+        if keep_dense {
+            self.dense_budget -= bytes;
+        }
+        Ok(Linear::new(weight, bias, keep_dense)?)
     }
 }
 
@@ -337,31 +289,35 @@ impl Transformer {
             return Err(l.invalid("tensor token_embd.weight is missing".into()));
         };
         let vocab = embd_info.shape.dims().first().copied().unwrap_or(0);
-        let (e, kv) = (cfg.n_embd, cfg.n_kv_head * cfg.head_dim);
-        let embed = fast_kernel(l.raw("token_embd.weight", &[vocab, e])?, &device)?;
-        let norm = l.vector("output_norm.weight", e)?;
+        let (e, kv, ff) = (cfg.n_embd, cfg.n_kv_head * cfg.head_dim, cfg.n_ff);
+        if e % BLOCK != 0 || ff % BLOCK != 0 {
+            return Err(LocalError::Unsupported(format!(
+                "embedding {e} or feed-forward {ff} is not a multiple of {BLOCK}"
+            )));
+        }
+        let table = l.read("token_embd.weight", &[vocab, e])?;
+        let values: Vec<f32> = table.flatten_all()?.to_vec1()?;
+        let embed = Arc::new(Q8Matrix::new(&values, vocab, e)?);
+        drop(values);
+        let norm = l.read("output_norm.weight", &[e])?;
         let output = if l.has("output.weight") {
-            l.matrix("output.weight", vocab, e)?
+            Linear::new(l.read("output.weight", &[vocab, e])?, None, false)?
         } else {
             // Tied embeddings (SmolLM2): the output projection is the embedding table.
-            QMatMul::from_qtensor(fast_kernel(
-                l.raw("token_embd.weight", &[vocab, e])?,
-                &device,
-            )?)?
+            Linear::shared(embed.clone())
         };
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
-            let p = format!("blk.{i}");
+            let p = |name: &str| format!("blk.{i}.{name}");
+            let (q, k, v) = (p("attn_q"), p("attn_k"), p("attn_v"));
+            let (gate, up) = (p("ffn_gate"), p("ffn_up"));
             layers.push(Layer {
-                attn_norm: l.vector(&format!("{p}.attn_norm.weight"), e)?,
-                q: l.linear(&format!("{p}.attn_q"), e, e, cfg.qkv_bias)?,
-                k: l.linear(&format!("{p}.attn_k"), kv, e, cfg.qkv_bias)?,
-                v: l.linear(&format!("{p}.attn_v"), kv, e, cfg.qkv_bias)?,
-                o: l.linear(&format!("{p}.attn_output"), e, e, false)?,
-                ffn_norm: l.vector(&format!("{p}.ffn_norm.weight"), e)?,
-                gate: l.linear(&format!("{p}.ffn_gate"), cfg.n_ff, e, false)?,
-                up: l.linear(&format!("{p}.ffn_up"), cfg.n_ff, e, false)?,
-                down: l.linear(&format!("{p}.ffn_down"), e, cfg.n_ff, false)?,
+                attn_norm: l.read(&p("attn_norm.weight"), &[e])?,
+                qkv: l.linear(&[(&q, e), (&k, kv), (&v, kv)], e, cfg.qkv_bias)?,
+                o: l.linear(&[(&p("attn_output"), e)], e, false)?,
+                ffn_norm: l.read(&p("ffn_norm.weight"), &[e])?,
+                gate_up: l.linear(&[(&gate, ff), (&up, ff)], e, false)?,
+                down: l.linear(&[(&p("ffn_down"), e)], ff, false)?,
             });
         }
         let cache = KvCache::new(cfg.n_layer);
@@ -418,8 +374,14 @@ impl Transformer {
         let n_rep = n_head / n_kv;
         self.cache
             .reserve(pos + seq, c.context_length, (n_kv, hd), &self.device)?;
-        let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embed.embedding(&ids)?;
+        let mut rows = vec![0f32; seq * c.n_embd];
+        for (&id, row) in tokens.iter().zip(rows.chunks_exact_mut(c.n_embd)) {
+            if id as usize >= self.vocab {
+                candle_core::bail!("token {id} is outside the vocabulary");
+            }
+            self.embed.row(id as usize, row);
+        }
+        let mut x = Tensor::from_vec(rows, (seq, c.n_embd), &self.device)?;
         let (cos, sin) = rope_tables(c, pos, seq, &self.device)?;
         let mask = (seq > 1)
             .then(|| causal_mask(pos, seq, &self.device))
@@ -428,11 +390,16 @@ impl Transformer {
         for (i, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_eps)?;
             let heads = |t: Tensor, n: usize| -> candle_core::Result<Tensor> {
-                t.reshape((1, seq, n, hd))?.transpose(1, 2)?.contiguous()
+                t.contiguous()?
+                    .reshape((1, seq, n, hd))?
+                    .transpose(1, 2)?
+                    .contiguous()
             };
-            let q = heads(layer.q.forward(&h)?, n_head)?;
-            let k = heads(layer.k.forward(&h)?, n_kv)?;
-            let v = heads(layer.v.forward(&h)?, n_kv)?;
+            let qkv = layer.qkv.forward(&h)?;
+            let (e, kvd) = (n_head * hd, n_kv * hd);
+            let q = heads(qkv.narrow(1, 0, e)?, n_head)?;
+            let k = heads(qkv.narrow(1, e, kvd)?, n_kv)?;
+            let v = heads(qkv.narrow(1, e + kvd, kvd)?, n_kv)?;
             let (q, k) = if c.rope_neox {
                 (
                     candle_nn::rotary_emb::rope(&q, &cos, &sin)?,
@@ -463,8 +430,11 @@ impl Transformer {
                 .reshape((seq, n_head * hd))?;
             x = (x + layer.o.forward(&y)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
-            let g = candle_nn::ops::silu(&layer.gate.forward(&h)?)?;
-            let y = layer.down.forward(&(g * layer.up.forward(&h)?)?)?;
+            let gate_up = layer.gate_up.forward(&h)?;
+            let g = candle_nn::ops::silu(&gate_up.narrow(1, 0, c.n_ff)?)?;
+            let y = layer
+                .down
+                .forward(&(g * gate_up.narrow(1, c.n_ff, c.n_ff)?)?)?;
             x = (x + y)?;
         }
         self.cache.len = pos + seq;
@@ -517,54 +487,6 @@ fn causal_mask(pos: usize, seq: usize, dev: &Device) -> candle_core::Result<Tens
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The three ways a projection can run (kept f32 copy, dequantized on use, quantized
-    /// dot products row by row) agree up to activation quantization error.
-    #[test]
-    fn dense_and_quantized_projections_agree() {
-        let dev = Device::Cpu;
-        let w: Vec<f32> = (0..48 * 64)
-            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
-            .collect();
-        let w = Tensor::from_vec(w, (48, 64), &dev).unwrap();
-        let q = QTensor::quantize(&w, GgmlDType::Q8_0).unwrap();
-        let x: Vec<f32> = (0..10 * 64)
-            .map(|i| ((i * 13 % 29) as f32 / 14.0) - 1.0)
-            .collect();
-        let x = Tensor::from_vec(x, (10, 64), &dev).unwrap();
-        let bias = Some(Tensor::ones(48, DType::F32, &dev).unwrap());
-        let dense = q.dequantize(&dev).unwrap();
-        let q = std::sync::Arc::new(q);
-        let kept = Linear {
-            weight: QMatMul::from_arc(q.clone()).unwrap(),
-            dense: Some(dense),
-            bias: bias.clone(),
-        };
-        let on_use = Linear {
-            weight: QMatMul::from_arc(q).unwrap(),
-            dense: None,
-            bias,
-        };
-        let a = kept.forward(&x).unwrap();
-        let b = on_use.forward(&x).unwrap();
-        let rows: Vec<Tensor> = (0..10)
-            .map(|r| kept.forward(&x.narrow(0, r, 1).unwrap()).unwrap())
-            .collect();
-        let c = Tensor::cat(&rows, 0).unwrap();
-        let diff = |u: &Tensor, v: &Tensor| -> f32 {
-            (u - v)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar()
-                .unwrap()
-        };
-        assert_eq!(diff(&a, &b), 0.0);
-        let scale: f32 = a.abs().unwrap().max_all().unwrap().to_scalar().unwrap();
-        assert!(diff(&a, &c) < 0.02 * scale, "{} vs {scale}", diff(&a, &c));
-    }
 
     #[test]
     fn causal_mask_lets_each_query_see_only_the_past() {
