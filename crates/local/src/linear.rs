@@ -39,7 +39,7 @@ pub(crate) fn quantize(x: &[f32]) -> Vec<BlockQ8_0> {
 impl Q8Matrix {
     /// Quantizes a row-major f32 matrix; `cols` must be a multiple of [`BLOCK`].
     pub(crate) fn new(values: &[f32], rows: usize, cols: usize) -> candle_core::Result<Self> {
-        if cols % BLOCK != 0 || values.len() != rows * cols {
+        if !cols.is_multiple_of(BLOCK) || values.len() != rows * cols {
             candle_core::bail!("a {rows}x{cols} matrix cannot be held in Q8_0 blocks");
         }
         Ok(Q8Matrix {

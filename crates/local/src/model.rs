@@ -59,7 +59,11 @@ impl Config {
         if n_layer == 0 || n_embd == 0 || n_ff == 0 || context_length == 0 {
             return Err(bad("block_count", "model dimensions must be positive"));
         }
-        if n_head == 0 || n_kv_head == 0 || n_embd % n_head != 0 || n_head % n_kv_head != 0 {
+        if n_head == 0
+            || n_kv_head == 0
+            || !n_embd.is_multiple_of(n_head)
+            || !n_head.is_multiple_of(n_kv_head)
+        {
             return Err(bad(
                 "attention.head_count",
                 "heads must divide the embedding and be a multiple of the KV heads",
@@ -69,7 +73,7 @@ impl Config {
         let rope_dim = md
             .opt_usize(&key("rope.dimension_count"))?
             .unwrap_or(head_dim);
-        if rope_dim != head_dim || head_dim % 2 != 0 {
+        if rope_dim != head_dim || !head_dim.is_multiple_of(2) {
             return Err(LocalError::Unsupported(format!(
                 "partial or odd rotary embedding ({rope_dim} of {head_dim} dimensions)"
             )));
@@ -220,7 +224,7 @@ impl<R: Read + Seek> Loader<'_, R> {
             )));
         }
         let block = info.ggml_dtype.block_size();
-        if shape.last().is_some_and(|cols| cols % block != 0) {
+        if shape.last().is_some_and(|cols| !cols.is_multiple_of(block)) {
             return Err(self.invalid(format!(
                 "tensor {name}: rows are not whole quantization blocks"
             )));
@@ -290,7 +294,7 @@ impl Transformer {
         };
         let vocab = embd_info.shape.dims().first().copied().unwrap_or(0);
         let (e, kv, ff) = (cfg.n_embd, cfg.n_kv_head * cfg.head_dim, cfg.n_ff);
-        if e % BLOCK != 0 || ff % BLOCK != 0 {
+        if !e.is_multiple_of(BLOCK) || !ff.is_multiple_of(BLOCK) {
             return Err(LocalError::Unsupported(format!(
                 "embedding {e} or feed-forward {ff} is not a multiple of {BLOCK}"
             )));
