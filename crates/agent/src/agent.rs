@@ -282,10 +282,7 @@ impl Agent {
             MeterChoice::Chars => Box::new(CharMeter),
             MeterChoice::Tokens => {
                 let mut m = TokenMeter::default();
-                m.set_overhead_chars(overhead_chars(
-                    &config.system_prompt,
-                    &tools.specs_for_llm(),
-                ));
+                m.set_overhead_chars(overhead_chars(&config.system_prompt, &tools.specs()));
                 Box::new(m)
             }
         };
@@ -398,7 +395,7 @@ impl Agent {
     /// What fills the context, for `/context`.
     pub fn context_breakdown(&self) -> ContextBreakdown {
         let meter = self.compactor.meter();
-        let specs = self.tools.specs_for_llm();
+        let specs = self.tools.specs();
         let result_chars: usize = self
             .history
             .messages()
@@ -622,7 +619,7 @@ impl Agent {
             self.provider.clone(),
             &self.config.model,
             &self.config.system_prompt,
-            self.tools.specs_for_llm(),
+            self.tools.specs(),
             self.config.max_tokens,
         )
     }
@@ -693,8 +690,9 @@ impl Agent {
             &self.config.system_prompt,
             self.history.messages().to_vec(),
         );
-        request.tools = self.tools.specs_for_llm();
+        request.tools = self.tools.specs();
         request.max_tokens = self.config.max_tokens;
+        request.cache_anchor = self.compactor.cache_anchor(&self.history);
         self.history.mark();
         sink.on_event(AgentEvent::Waiting);
         let mut stream = tokio::select! {
@@ -901,22 +899,4 @@ impl Agent {
 /// Characters every request carries besides the messages.
 fn overhead_chars(system: &str, tools: &[ToolSpec]) -> usize {
     system.chars().count() + whittle_context::json_chars(tools)
-}
-
-/// Tool specs in the provider's type.
-trait SpecsForLlm {
-    fn specs_for_llm(&self) -> Vec<ToolSpec>;
-}
-
-impl SpecsForLlm for ToolRegistry {
-    fn specs_for_llm(&self) -> Vec<ToolSpec> {
-        self.specs()
-            .into_iter()
-            .map(|s| ToolSpec {
-                name: s.name,
-                description: s.description,
-                input_schema: s.input_schema,
-            })
-            .collect()
-    }
 }

@@ -372,6 +372,20 @@ where
     Some(wrap(inner))
 }
 
+/// A tool the model may be offered: its name, what it is for, and a JSON
+/// Schema of its input, in the Anthropic `tools` wire shape. Defined here,
+/// with the rest of the conversation model, so that the tools crate and the
+/// providers share one type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it; the model reads this.
+    pub description: String,
+    /// JSON Schema of the `input` object.
+    pub input_schema: Value,
+}
+
 /// A message: role, content, and any other fields it carried.
 ///
 /// Fields are private so that the cached sizes cannot go stale: mutation goes

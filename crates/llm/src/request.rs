@@ -1,7 +1,5 @@
 //! What the agent asks a model for, independent of any wire format.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use whittle_context::Message;
 
 /// One model call: the conversation in the canonical model plus settings.
@@ -25,6 +23,12 @@ pub struct ModelRequest {
     /// Place prompt-cache breakpoints (Anthropic): on the last tool, the
     /// system prompt and the newest messages.
     pub cache: bool,
+    /// How many leading messages the next compaction will leave unchanged
+    /// (from `whittle_context::Compactor::cache_anchor`). With caching on,
+    /// the fourth breakpoint goes after them instead of on the previous user
+    /// message, so that when compaction rewrites the rest, this prefix is
+    /// still read from the cache.
+    pub cache_anchor: Option<usize>,
 }
 
 impl ModelRequest {
@@ -42,17 +46,9 @@ impl ModelRequest {
             max_tokens: 8192,
             temperature: None,
             cache: true,
+            cache_anchor: None,
         }
     }
 }
 
-/// A tool the model may call, described by a JSON schema of its input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// The name the model uses to call it.
-    pub name: String,
-    /// What it does and when to use it; the model reads this.
-    pub description: String,
-    /// JSON schema of the `input` object.
-    pub input_schema: Value,
-}
+pub use whittle_context::ToolSpec;

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -40,17 +39,7 @@ impl ToolOutput {
     }
 }
 
-/// The name, description and input schema the model is shown for a tool,
-/// serialized in the Anthropic `tools` wire format.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// The tool's unique name.
-    pub name: String,
-    /// What the tool does and when to use it, written for the model.
-    pub description: String,
-    /// A JSON Schema object describing the tool's input.
-    pub input_schema: Value,
-}
+pub use whittle_context::ToolSpec;
 
 /// Everything a tool run may need from its surroundings.
 ///

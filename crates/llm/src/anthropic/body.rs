@@ -20,10 +20,12 @@ fn ephemeral() -> Value {
 ///
 /// `cache_control` is decided here and only here: any the messages carry is
 /// removed, then, when `request.cache` is set, breakpoints go on the last
-/// tool, the system prompt, the newest message and the user message before
-/// it (at most 4, the API's limit). The breakpoint on the earlier user
-/// message sits exactly where the previous request put its newest one, so
-/// the cache written then is read now however many blocks the last turn added.
+/// tool, the system prompt, the newest message, and one more (at most 4, the
+/// API's limit). The fourth goes after the request's `cache_anchor` when it
+/// has one (the prefix compaction will not touch), else on the user message
+/// before the newest, exactly where the previous request put its newest
+/// breakpoint, so the cache written then is read now however many blocks
+/// the last turn added.
 pub(crate) fn request_body(request: &ModelRequest, version: &str) -> Value {
     let cache = request.cache;
     let mut body = Map::new();
@@ -39,7 +41,11 @@ pub(crate) fn request_body(request: &ModelRequest, version: &str) -> Value {
     }
     body.insert(
         "messages".into(),
-        Value::Array(wire_messages(&request.messages, cache)),
+        Value::Array(wire_messages(
+            &request.messages,
+            cache,
+            request.cache_anchor,
+        )),
     );
     if !request.tools.is_empty() {
         let mut tools: Vec<Value> = request
@@ -66,15 +72,18 @@ pub(crate) fn request_body(request: &ModelRequest, version: &str) -> Value {
     Value::Object(body)
 }
 
-fn wire_messages(messages: &[Message], cache: bool) -> Vec<Value> {
+fn wire_messages(messages: &[Message], cache: bool, anchor: Option<usize>) -> Vec<Value> {
     let mut out: Vec<Value> = messages.iter().map(wire_message).collect();
     if cache && !out.is_empty() {
         let newest = out.len() - 1;
         mark(&mut out[newest]);
-        let earlier_user = messages[..newest]
-            .iter()
-            .rposition(|m| m.role() == Role::User);
-        if let Some(i) = earlier_user {
+        let fourth = match anchor {
+            Some(a) if a > 0 && a <= newest => Some(a - 1),
+            _ => messages[..newest]
+                .iter()
+                .rposition(|m| m.role() == Role::User),
+        };
+        if let Some(i) = fourth {
             mark(&mut out[i]);
         }
     }
@@ -200,6 +209,35 @@ mod tests {
         assert_eq!(count_breakpoints(&body), 4);
         r.cache = false;
         assert_eq!(count_breakpoints(&request_body(&r, "2026-10-21")), 0);
+    }
+
+    #[test]
+    fn a_cache_anchor_takes_the_fourth_breakpoint() {
+        let messages: Vec<Message> = (0..6)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("u{i}"))
+                } else {
+                    Message::assistant(format!("a{i}"))
+                }
+            })
+            .collect();
+        let mut r = ModelRequest::new("m", "sys", messages);
+        r.cache_anchor = Some(2);
+        let body = request_body(&r, "2026-10-21");
+        let marked: Vec<bool> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| count_breakpoints(m) > 0)
+            .collect();
+        assert_eq!(marked, [false, true, false, false, false, true]);
+        r.cache_anchor = Some(0);
+        let body = request_body(&r, "2026-10-21");
+        assert!(
+            count_breakpoints(&body["messages"][4]) > 0,
+            "falls back to the previous user message"
+        );
     }
 
     #[test]
