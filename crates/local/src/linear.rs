@@ -29,10 +29,21 @@ pub(crate) struct Q8Matrix {
     blocks: Vec<BlockQ8_0>,
 }
 
-/// Quantizes `x` (a multiple of [`BLOCK`] long) to Q8_0 blocks.
+/// Blocks quantized per rayon task when loading weights.
+const QUANTIZE_CHUNK: usize = 4096;
+
+/// Quantizes `x` (a multiple of [`BLOCK`] long) to Q8_0 blocks, in parallel when large.
 pub(crate) fn quantize(x: &[f32]) -> Vec<BlockQ8_0> {
     let mut blocks = vec![BlockQ8_0::zeros(); x.len() / BLOCK];
-    BlockQ8_0::from_float(&x[..blocks.len() * BLOCK], &mut blocks);
+    let x = &x[..blocks.len() * BLOCK];
+    if blocks.len() <= QUANTIZE_CHUNK {
+        BlockQ8_0::from_float(x, &mut blocks);
+    } else {
+        blocks
+            .par_chunks_mut(QUANTIZE_CHUNK)
+            .zip(x.par_chunks(QUANTIZE_CHUNK * BLOCK))
+            .for_each(|(blocks, x)| BlockQ8_0::from_float(x, blocks));
+    }
     blocks
 }
 
