@@ -190,4 +190,49 @@ mod tests {
         let err = ChatTemplate::new(Some("{% for %}"), "", "").unwrap_err();
         assert!(matches!(err, LocalError::Template(_)));
     }
+
+    /// The shape of Qwen2.5's template: tool messages grouped into one user turn.
+    const QWEN25_STYLE: &str = r#"{%- if messages[0]['role'] == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+{%- else %}
+    {{- '<|im_start|>system\nYou are Qwen.<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+"#;
+
+    #[test]
+    fn renders_a_qwen25_style_template_with_tool_messages() {
+        let t = ChatTemplate::new(Some(QWEN25_STYLE), "", "<|im_end|>").unwrap();
+        assert!(t.has_tool_role());
+        let mut a = TemplateMessage::new("tool", "x");
+        a.name = Some("bash".into());
+        let b = TemplateMessage::new("tool", "y");
+        let messages = [
+            TemplateMessage::new("user", "go"),
+            TemplateMessage::new("assistant", "<tool_call>\n{}\n</tool_call>"),
+            a,
+            b,
+        ];
+        assert_eq!(
+            t.render(&messages, true).unwrap(),
+            "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\ngo<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nx\n</tool_response>\n<tool_response>\ny\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
 }
