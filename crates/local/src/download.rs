@@ -91,9 +91,16 @@ pub fn default_model_path() -> Result<PathBuf, LocalError> {
 /// Makes sure the default model is in the cache, fetching it if not, and returns its path.
 /// A no-op (no process started) when the file is already there.
 pub fn ensure_default_model(progress: &mut dyn FnMut(PullProgress)) -> Result<PathBuf, LocalError> {
-    let path = default_model_path()?;
+    ensure(&DEFAULT_SOURCE, default_model_path()?, progress)
+}
+
+fn ensure(
+    source: &Source<'_>,
+    path: PathBuf,
+    progress: &mut dyn FnMut(PullProgress),
+) -> Result<PathBuf, LocalError> {
     if !path.is_file() {
-        pull(&DEFAULT_SOURCE, &path, progress)?;
+        pull(source, &path, progress)?;
     }
     Ok(path)
 }
@@ -308,6 +315,23 @@ mod tests {
         let err = pull(&wrong, &other, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("SHA-256"), "{err}");
         assert!(!other.exists());
+    }
+
+    #[test]
+    fn ensure_is_a_no_op_when_the_file_is_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(DEFAULT_MODEL_FILE);
+        fs::write(&path, b"already here").unwrap();
+        let broken = Source {
+            python: "no-such-python-whittle",
+            ..DEFAULT_SOURCE
+        };
+        let mut events = 0;
+        let got = ensure(&broken, path.clone(), &mut |_| events += 1).unwrap();
+        assert_eq!((got, events), (path.clone(), 0));
+        assert_eq!(fs::read(&path).unwrap(), b"already here");
+        fs::remove_file(&path).unwrap();
+        assert!(ensure(&broken, path, &mut |_| {}).is_err());
     }
 
     #[test]
