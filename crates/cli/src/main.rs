@@ -1,5 +1,73 @@
-//! The `whittle` binary.
+//! `whittle`: a coding agent in the terminal that manages its own context
+//! window. This binary only wires the crates together: flags and config
+//! files into settings, settings into an agent, agent events onto the screen.
 
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!("whittle: the agent is not built yet (see the open issues)")
+mod approve;
+mod args;
+mod config;
+mod interrupt;
+mod model_cmd;
+mod oneshot;
+mod providers;
+mod render;
+mod repl;
+mod replay_cmd;
+mod setup;
+mod slash;
+mod style;
+
+use args::{Cli, Command, ModelCommand};
+use clap::Parser;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use style::Style;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let style = Style::detect(std::io::stderr().is_terminal());
+            eprintln!(
+                "{} {}",
+                style.red("error:"),
+                render::one_line(&format!("{e:#}"))
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok()
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Some(Command::Model(ModelCommand::Pull)) => {
+            model_cmd::pull()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Replay(args)) => {
+            let rt = runtime()?;
+            return rt.block_on(replay_cmd::run(&args, &env));
+        }
+        None => {}
+    }
+    let args = cli.agent;
+    let settings = config::load(&args, &env)?;
+    let rt = runtime()?;
+    match &args.prompt {
+        Some(prompt) => rt.block_on(oneshot::run(&settings, &args, &env, prompt)),
+        None => repl::run(&rt, &settings, &args, &env),
+    }
+}
+
+/// The agent blocks on the model inside compaction, which needs a
+/// multi-threaded runtime.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
 }

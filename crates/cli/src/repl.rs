@@ -1,0 +1,271 @@
+//! The interactive session: read a line, run a turn or a slash command, repeat.
+//!
+//! On a terminal, input comes through rustyline (history in
+//! `.whittle/repl-history`, line editing, bracketed paste). Otherwise lines
+//! are read from stdin, so scripts and tests can drive the REPL through a pipe.
+
+use crate::approve::TerminalApprover;
+use crate::args::AgentArgs;
+use crate::config::{Env, Settings};
+use crate::interrupt::{CancelSlot, run_turn};
+use crate::render::{Renderer, one_line};
+use crate::setup::{self, Session};
+use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
+use crate::style::Style;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio::runtime::Runtime;
+use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
+use whittle_context::replay::Prices;
+
+/// The prompt.
+const PROMPT: &str = "> ";
+/// The prompt for a continued line.
+const MORE: &str = ". ";
+
+/// One read from the person.
+#[derive(Debug, PartialEq, Eq)]
+enum Read {
+    /// A complete input (continued lines joined with newlines).
+    Line(String),
+    /// Ctrl-C at the prompt: the line is dropped.
+    Interrupted,
+    /// Ctrl-D or the end of stdin.
+    Eof,
+}
+
+/// Where input comes from.
+enum Input {
+    Editor {
+        editor: Box<DefaultEditor>,
+        history: PathBuf,
+    },
+    Lines(std::io::StdinLock<'static>),
+}
+
+impl Input {
+    fn open(interactive: bool, history: PathBuf) -> anyhow::Result<Input> {
+        if !interactive {
+            return Ok(Input::Lines(std::io::stdin().lock()));
+        }
+        let config = rustyline::Config::builder()
+            .auto_add_history(false)
+            .bracketed_paste(true)
+            .max_history_size(10_000)?
+            .build();
+        let mut editor = DefaultEditor::with_config(config)?;
+        // A missing or unreadable history file only means no history yet.
+        let _ = editor.load_history(&history);
+        Ok(Input::Editor {
+            editor: Box::new(editor),
+            history,
+        })
+    }
+
+    fn read_one(&mut self, prompt: &str) -> anyhow::Result<Read> {
+        match self {
+            Input::Editor { editor, .. } => match editor.readline(prompt) {
+                Ok(line) => Ok(Read::Line(line)),
+                Err(ReadlineError::Interrupted) => Ok(Read::Interrupted),
+                Err(ReadlineError::Eof) => Ok(Read::Eof),
+                Err(e) => Err(anyhow::anyhow!("cannot read the terminal: {e}")),
+            },
+            Input::Lines(stdin) => {
+                let mut line = String::new();
+                match stdin.read_line(&mut line) {
+                    Ok(0) => Ok(Read::Eof),
+                    Ok(_) => {
+                        let trimmed = line.trim_end_matches(['\n', '\r']);
+                        Ok(Read::Line(trimmed.to_string()))
+                    }
+                    Err(e) => Err(anyhow::anyhow!("cannot read stdin: {e}")),
+                }
+            }
+        }
+    }
+
+    /// Reads one input; a line ending in `\` goes on on the next line.
+    fn read(&mut self) -> anyhow::Result<Read> {
+        let mut text = String::new();
+        let mut prompt = PROMPT;
+        loop {
+            match self.read_one(prompt)? {
+                Read::Line(line) => {
+                    if let Some(head) = line.strip_suffix('\\') {
+                        text.push_str(head);
+                        text.push('\n');
+                        prompt = MORE;
+                        continue;
+                    }
+                    text.push_str(&line);
+                    self.remember(&text);
+                    return Ok(Read::Line(text));
+                }
+                Read::Interrupted => return Ok(Read::Interrupted),
+                Read::Eof if text.is_empty() => return Ok(Read::Eof),
+                Read::Eof => return Ok(Read::Line(text)),
+            }
+        }
+    }
+
+    fn remember(&mut self, entry: &str) {
+        if let Input::Editor { editor, history } = self
+            && !entry.trim().is_empty()
+        {
+            let _ = editor.add_history_entry(entry);
+            if let Some(dir) = history.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            // History is a convenience: failing to save it is not worth a word.
+            let _ = editor.save_history(history);
+        }
+    }
+}
+
+/// What to do after a slash command.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Runs the REPL until `/quit`, Ctrl-D or the end of stdin.
+pub fn run(
+    rt: &Runtime,
+    settings: &Settings,
+    args: &AgentArgs,
+    env: Env<'_>,
+) -> anyhow::Result<ExitCode> {
+    let interactive = std::io::stdin().is_terminal();
+    let slot = CancelSlot::default();
+    let err_style = Style::detect(std::io::stderr().is_terminal());
+    let approver: Box<dyn Approver> = if interactive {
+        Box::new(TerminalApprover::new(err_style, slot.clone()))
+    } else {
+        Box::new(DenyAsks)
+    };
+    let mut session = setup::open(settings, args, env, approver)?;
+    let mut renderer = Renderer::new(&settings.workspace, true);
+    if interactive {
+        renderer.line(&format!(
+            "{} {} in {}\n{}",
+            err_style.bold("whittle"),
+            session.spec,
+            settings.workspace.display(),
+            err_style.dim("/help for commands, Ctrl-C stops a turn, Ctrl-D quits")
+        ));
+    }
+    if let Some((id, repairs)) = &session.resumed {
+        let mut line = format!(
+            "continuing session {id} ({} messages)",
+            session.agent.history().len()
+        );
+        if *repairs > 0 {
+            line.push_str(&format!(
+                "; {repairs} tool call(s) cut off by the last exit were marked interrupted"
+            ));
+        }
+        let line = err_style.dim(&line);
+        renderer.line(&line);
+    }
+    let mut input = Input::open(interactive, settings.state_dir().join("repl-history"))?;
+    loop {
+        let text = match input.read()? {
+            Read::Line(text) => text,
+            Read::Interrupted => continue,
+            Read::Eof => break,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some(command) = SlashCommand::parse(&text) {
+            if slash(rt, &mut session, &mut renderer, settings, command) == Flow::Quit {
+                break;
+            }
+            continue;
+        }
+        if let Err(e) = session.ensure_logging() {
+            renderer.error(&one_line(&format!("{e:#}")));
+            continue;
+        }
+        let outcome = rt.block_on(run_turn(&mut session.agent, &text, &mut renderer, &slot));
+        renderer.end_text();
+        match outcome {
+            Ok(TurnOutcome::Done { .. }) => {}
+            Ok(TurnOutcome::MaxTurns) => {
+                let line = err_style.yellow(&format!(
+                    "stopped after {} model calls (max_turns); say \"go on\" to continue",
+                    settings.max_turns
+                ));
+                renderer.line(&line);
+            }
+            Ok(TurnOutcome::Blocked { reason }) => {
+                let line = err_style.yellow(&format!(
+                    "a UserPromptSubmit hook refused the prompt: {}",
+                    one_line(&reason)
+                ));
+                renderer.line(&line);
+            }
+            Ok(TurnOutcome::Cancelled) => {
+                let line = err_style.dim("(cancelled; the conversation so far is kept)");
+                renderer.line(&line);
+            }
+            Err(e) => renderer.error(&one_line(&e.to_string())),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn slash(
+    rt: &Runtime,
+    session: &mut Session,
+    renderer: &mut Renderer,
+    settings: &Settings,
+    command: SlashCommand,
+) -> Flow {
+    let agent = &mut session.agent;
+    let out = renderer.out_style();
+    match command {
+        SlashCommand::Quit => return Flow::Quit,
+        SlashCommand::Help => println!("{HELP}"),
+        SlashCommand::Context => {
+            let unit = match agent.config().meter {
+                MeterChoice::Chars => "chars",
+                MeterChoice::Tokens => "tokens",
+            };
+            println!("{}", render_context(&agent.context_breakdown(), unit, out));
+        }
+        SlashCommand::Cost => println!("{}", render_cost(&agent.usage(), &Prices::default())),
+        SlashCommand::Clear => match agent.clear() {
+            Ok(()) => println!("conversation cleared (the session log keeps everything)"),
+            Err(e) => renderer.error(&one_line(&e.to_string())),
+        },
+        SlashCommand::Sessions => {
+            let sessions = list_sessions(&settings.state_dir().join("sessions"));
+            println!("{}", render_sessions(&sessions, agent.session_id()));
+        }
+        SlashCommand::Compact(focus) => {
+            if agent.history().is_empty() {
+                println!("nothing to compact yet");
+                return Flow::Continue;
+            }
+            if let Err(e) = session.ensure_logging() {
+                renderer.error(&one_line(&format!("{e:#}")));
+                return Flow::Continue;
+            }
+            let result = rt.block_on(session.agent.compact(focus.as_deref(), renderer));
+            match result {
+                Ok(report) if report.applied() => {}
+                Ok(_) => println!("the conversation was left as it was (see the line above)"),
+                Err(e) => renderer.error(&one_line(&e.to_string())),
+            }
+        }
+        SlashCommand::Unknown(name) => {
+            println!("unknown command /{name}; /help lists the commands");
+        }
+    }
+    Flow::Continue
+}

@@ -1,0 +1,177 @@
+//! `whittle replay`: recorded sessions through compaction policies, side by side.
+
+use crate::args::ReplayArgs;
+use crate::config::{Env, resolve};
+use crate::providers::build_provider;
+use crate::style::Style;
+use anyhow::{Context, bail};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use whittle_agent::ProviderSummarizer;
+use whittle_context::Summarizer;
+use whittle_context::replay::{
+    Policy, Prices, ReplayConfig, StandInSummarizer, render_table, replay_paths,
+};
+use whittle_llm::ModelSpec;
+
+/// Output tokens a replay summary may use.
+const SUMMARY_MAX_TOKENS: u32 = 4_096;
+
+/// The policies named on the command line, or all four.
+pub fn policies(names: &[String]) -> anyhow::Result<Vec<Policy>> {
+    if names.is_empty() {
+        return Ok(Policy::ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for name in names.iter().flat_map(|n| n.split(',')) {
+        let policy = Policy::parse(name.trim()).with_context(|| {
+            format!("unknown policy {name:?}; the policies are none, teaching, default and mask")
+        })?;
+        if !out.contains(&policy) {
+            out.push(policy);
+        }
+    }
+    Ok(out)
+}
+
+/// A price table from a TOML or JSON file; absent fields keep the defaults.
+pub fn read_prices(path: &Path) -> anyhow::Result<Prices> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("prices file {}", path.display()))?;
+    let prices: Prices = if text.trim_start().starts_with('{') {
+        serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("prices file {}: {e}", path.display()))?
+    } else {
+        toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "prices file {}: {}",
+                path.display(),
+                crate::render::one_line(e.message())
+            )
+        })?
+    };
+    for (name, v) in [
+        ("input", prices.input),
+        ("output", prices.output),
+        ("cache_write_multiplier", prices.cache_write_multiplier),
+        ("cache_read_multiplier", prices.cache_read_multiplier),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            bail!(
+                "prices file {}: {name} must be a number >= 0",
+                path.display()
+            );
+        }
+    }
+    Ok(prices)
+}
+
+/// Runs the replay and prints the table (or JSON).
+pub async fn run(args: &ReplayArgs, env: Env<'_>) -> anyhow::Result<ExitCode> {
+    let policies = policies(&args.policies)?;
+    if args.window_tokens < 1_000 {
+        bail!("--window-tokens must be at least 1000");
+    }
+    let mut config = ReplayConfig::for_window(args.window_tokens);
+    if let Some(path) = &args.prices {
+        config.prices = read_prices(path)?;
+    }
+    for p in &args.paths {
+        if !p.exists() {
+            bail!("{}: no such file or folder", p.display());
+        }
+    }
+    let (mut factory, name): (Box<dyn FnMut() -> Box<dyn Summarizer>>, String) =
+        match &args.summarizer {
+            None => {
+                let stand_in = StandInSummarizer::default();
+                let name = format!("stand-in, {} chars", stand_in.summary_chars);
+                (
+                    Box::new(move || Box::new(stand_in.clone()) as Box<dyn Summarizer>),
+                    name,
+                )
+            }
+            Some(model) => {
+                let spec: ModelSpec = model
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
+                let cwd = std::env::current_dir().context("cannot read the current folder")?;
+                let settings = resolve(cwd, Vec::new(), &Default::default(), env)?;
+                let provider = build_provider(&spec, &settings)?;
+                let model_id = spec.model.clone();
+                (
+                    Box::new(move || {
+                        Box::new(ProviderSummarizer::new(
+                            provider.clone(),
+                            model_id.clone(),
+                            "",
+                            Vec::new(),
+                            SUMMARY_MAX_TOKENS,
+                        )) as Box<dyn Summarizer>
+                    }),
+                    format!("model {spec}"),
+                )
+            }
+        };
+    // Summaries from a provider block on the runtime: keep this thread out of it.
+    let summary = tokio::task::block_in_place(|| {
+        replay_paths(&args.paths, &policies, &config, &mut factory, &name)
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", render_table(&summary));
+    }
+    if !summary.errors.is_empty() && !args.json {
+        let style = Style::detect(std::io::stderr().is_terminal());
+        eprintln!(
+            "{}",
+            style.yellow(&format!(
+                "{} file(s) could not be imported (listed above)",
+                summary.errors.len()
+            ))
+        );
+    }
+    if summary.conversations.is_empty() {
+        bail!("no conversation could be imported from the given paths");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_default_to_all_and_reject_unknown_names() {
+        assert_eq!(policies(&[]).unwrap(), Policy::ALL.to_vec());
+        assert_eq!(
+            policies(&["default,none".into(), "default".into()]).unwrap(),
+            vec![Policy::Default, Policy::None]
+        );
+        let e = policies(&["fast".into()]).unwrap_err().to_string();
+        assert!(e.contains("\"fast\"") && e.contains("mask"), "{e}");
+    }
+
+    #[test]
+    fn prices_come_from_toml_or_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml_file = dir.path().join("p.toml");
+        std::fs::write(&toml_file, "input = 1.0\noutput = 5.0\n").unwrap();
+        let p = read_prices(&toml_file).unwrap();
+        assert_eq!((p.input, p.output), (1.0, 5.0));
+        assert_eq!(
+            p.cache_read_multiplier,
+            Prices::default().cache_read_multiplier
+        );
+        let json_file = dir.path().join("p.json");
+        std::fs::write(&json_file, r#"{"cache_read_multiplier": 0.2}"#).unwrap();
+        assert_eq!(read_prices(&json_file).unwrap().cache_read_multiplier, 0.2);
+        std::fs::write(&json_file, r#"{"input": -1}"#).unwrap();
+        assert!(read_prices(&json_file).is_err());
+        std::fs::write(&toml_file, "input = \"cheap\"").unwrap();
+        let e = read_prices(&toml_file).unwrap_err().to_string();
+        assert!(!e.contains('\n') && e.contains("p.toml"), "{e}");
+    }
+}

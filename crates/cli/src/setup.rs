@@ -1,0 +1,191 @@
+//! Assembling an agent from the settings: provider, limits, tools,
+//! permissions, hooks, and the session to continue.
+
+use crate::args::{AgentArgs, Preset};
+use crate::config::{DEFAULT_MAX_TOKENS_CAP, Env, Settings};
+use crate::providers::{build_provider, choose_model};
+use std::path::PathBuf;
+use std::sync::Arc;
+use whittle_agent::{
+    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, find_session,
+    system_prompt,
+};
+use whittle_context::{Limits, TokenBudget};
+use whittle_llm::{ModelSpec, model_facts_with};
+use whittle_tools::{PermissionPolicy, Skills, ToolRegistry};
+
+/// Tools the policy lets through in every mode: they touch no files themselves.
+const TRUSTED_TOOLS: [&str; 2] = ["compact", "task"];
+
+/// An agent ready to take input.
+pub struct Session {
+    /// The agent.
+    pub agent: Agent,
+    /// The model it talks to.
+    pub spec: ModelSpec,
+    /// Set when an earlier session was continued: its id and how many
+    /// unanswered tool calls were given an "interrupted" result.
+    pub resumed: Option<(String, usize)>,
+}
+
+impl Session {
+    /// Starts the session log unless one is open (a new session is logged
+    /// only once there is something to log).
+    pub fn ensure_logging(&mut self) -> anyhow::Result<()> {
+        if self.agent.session_id().is_none() {
+            self.agent.start_session()?;
+        }
+        Ok(())
+    }
+}
+
+/// Output tokens per call: configured, else the model's limit capped.
+fn max_tokens(settings: &Settings, model_max: u64) -> u32 {
+    settings
+        .max_tokens
+        .unwrap_or_else(|| u32::try_from(model_max.min(DEFAULT_MAX_TOKENS_CAP)).unwrap_or(u32::MAX))
+}
+
+/// The agent's configuration for `spec`.
+pub fn agent_config(settings: &Settings, spec: &ModelSpec) -> AgentConfig {
+    let facts = model_facts_with(&spec.model, &settings.models);
+    let max_tokens = max_tokens(settings, facts.max_output_tokens);
+    let (limits, meter) = match settings.preset {
+        Some(Preset::Teaching) => (Limits::teaching(), MeterChoice::Chars),
+        None => (
+            Limits::tokens(TokenBudget {
+                context_window: facts.context_window,
+                reserved_output_tokens: settings
+                    .reserved_output_tokens
+                    .unwrap_or(u64::from(max_tokens)),
+                auto_compact_fraction: settings.auto_compact_fraction,
+            }),
+            MeterChoice::Tokens,
+        ),
+    };
+    let skills = Skills::discover(&settings.workspace);
+    AgentConfig {
+        model: spec.model.clone(),
+        model_label: spec.to_string(),
+        max_tokens,
+        max_turns: settings.max_turns,
+        workspace: settings.workspace.clone(),
+        state_dir: settings.state_dir(),
+        limits,
+        meter,
+        context_window: facts.context_window,
+        system_prompt: system_prompt(
+            &settings.workspace,
+            &skills,
+            settings.system_prompt_extra.as_deref(),
+        ),
+    }
+}
+
+/// Builds the agent and continues a session if `args` asks to.
+pub fn open(
+    settings: &Settings,
+    args: &AgentArgs,
+    env: Env<'_>,
+    approver: Box<dyn Approver>,
+) -> anyhow::Result<Session> {
+    let spec = choose_model(settings, env);
+    let provider = build_provider(&spec, settings)?;
+    let config = agent_config(settings, &spec);
+    let mut tools = ToolRegistry::builtin();
+    tools.register(Arc::new(CompactTool));
+    let task = TaskTool::new(provider.clone(), &tools, config.clone());
+    tools.register(Arc::new(task));
+    let policy = PermissionPolicy::new(settings.permission_mode)
+        .with_allow_strs(&settings.allow)?
+        .with_trusted_tools(TRUSTED_TOOLS);
+    let mut hooks = Hooks::new();
+    hooks.add_commands(settings.hooks.iter().cloned());
+    let mut agent = Agent::new(provider, tools, config)
+        .with_policy(policy)
+        .with_approver(approver)
+        .with_hooks(hooks);
+    let resumed = match session_to_resume(settings, args)? {
+        Some(path) => {
+            let repairs = agent.resume_session(&path)?;
+            let id = agent.session_id().unwrap_or_default().to_string();
+            Some((id, repairs))
+        }
+        None => None,
+    };
+    Ok(Session {
+        agent,
+        spec,
+        resumed,
+    })
+}
+
+fn session_to_resume(settings: &Settings, args: &AgentArgs) -> anyhow::Result<Option<PathBuf>> {
+    let dir = settings.state_dir().join("sessions");
+    Ok(match (&args.resume, args.continue_session) {
+        (Some(id), _) => Some(find_session(&dir, Some(id))?),
+        (None, true) => Some(find_session(&dir, None).map_err(|_| {
+            anyhow::anyhow!(
+                "no session to continue in {} (start one without --continue)",
+                settings.workspace.display()
+            )
+        })?),
+        (None, false) => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::resolve;
+
+    fn spec(s: &str) -> ModelSpec {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn teaching_measures_chars_and_tokens_follow_the_window() {
+        let args = AgentArgs {
+            preset: Some(Preset::Teaching),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-5-5"));
+        assert_eq!(c.limits, Limits::teaching());
+        assert_eq!(c.meter, MeterChoice::Chars);
+
+        let args = AgentArgs {
+            max_tokens: Some(8_000),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-4-5"));
+        assert_eq!(c.meter, MeterChoice::Tokens);
+        assert_eq!(c.context_window, 200_000);
+        assert_eq!(c.max_tokens, 8_000);
+        assert_eq!(
+            c.limits,
+            Limits::tokens(TokenBudget::new(200_000, 8_000)),
+            "reserve = max_tokens, default fraction"
+        );
+        assert_eq!(c.state_dir, PathBuf::from("/w/.whittle"));
+    }
+
+    #[test]
+    fn config_overrides_the_window_and_the_reserve() {
+        let file = crate::config::parse_file_config(
+            "reserved_output_tokens = 1000\nauto_compact_fraction = 0.5\n[models.\"tiny\"]\ncontext_window = 10000\n",
+        )
+        .unwrap();
+        let s = resolve(
+            "/w".into(),
+            vec![("/c".into(), file)],
+            &AgentArgs::default(),
+            &|_| None,
+        )
+        .unwrap();
+        let c = agent_config(&s, &spec("openai:tiny"));
+        assert_eq!(c.context_window, 10_000);
+        assert_eq!(c.limits.context_limit, 4_500, "(10000 - 1000) * 0.5");
+    }
+}

@@ -1,0 +1,283 @@
+//! The REPL's slash commands: parsing them and drawing what they show.
+
+use crate::render::clip;
+use crate::style::Style;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
+use whittle_context::replay::Prices;
+use whittle_context::session_log::SessionRecord;
+
+/// A line that starts with `/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlashCommand {
+    /// `/compact [focus]`.
+    Compact(Option<String>),
+    /// `/context`.
+    Context,
+    /// `/cost`.
+    Cost,
+    /// `/clear`.
+    Clear,
+    /// `/sessions`.
+    Sessions,
+    /// `/help`.
+    Help,
+    /// `/quit` or `/exit`.
+    Quit,
+    /// Anything else.
+    Unknown(String),
+}
+
+impl SlashCommand {
+    /// Parses `line` if it is a slash command.
+    pub fn parse(line: &str) -> Option<SlashCommand> {
+        let rest = line.trim().strip_prefix('/')?;
+        let (name, arg) = match rest.split_once(char::is_whitespace) {
+            Some((n, a)) => (n, Some(a.trim()).filter(|a| !a.is_empty())),
+            None => (rest, None),
+        };
+        Some(match name {
+            "compact" => SlashCommand::Compact(arg.map(str::to_string)),
+            "context" => SlashCommand::Context,
+            "cost" => SlashCommand::Cost,
+            "clear" => SlashCommand::Clear,
+            "sessions" => SlashCommand::Sessions,
+            "help" | "?" => SlashCommand::Help,
+            "quit" | "exit" | "q" => SlashCommand::Quit,
+            other => SlashCommand::Unknown(other.to_string()),
+        })
+    }
+}
+
+/// `/help`.
+pub const HELP: &str = "\
+Commands:
+  /compact [focus]  summarize the conversation now (the focus says what to keep in detail)
+  /context          what fills the context window, by kind
+  /cost             tokens used in this session and the estimated cost
+  /clear            start over with an empty conversation (the session log keeps it all)
+  /sessions         sessions in this workspace (continue one with `whittle --resume ID`)
+  /help             this list
+  /quit             leave (Ctrl-D too)
+Keys: Ctrl-C stops the running turn (or clears the line), Ctrl-D quits.
+End a line with \\ to continue on the next one; pasted text may span lines.";
+
+/// Thousands separators: `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `/context`: a bar and a table of what fills the window.
+pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String {
+    const WIDTH: u64 = 50;
+    let used = b.system + b.tools + b.messages + b.tool_results;
+    let window = b.window.max(used).max(1);
+    let free = window.saturating_sub(used);
+    let rows: [(&str, u64, &str, char); 5] = [
+        ("system prompt", b.system, "35", '█'),
+        ("tool definitions", b.tools, "34", '█'),
+        ("messages", b.messages, "32", '█'),
+        ("tool results", b.tool_results, "33", '█'),
+        ("free", free, "2", '░'),
+    ];
+    let mut bar = String::new();
+    let mut cells = 0;
+    for (i, (_, amount, color, ch)) in rows.iter().enumerate() {
+        let n = if i == rows.len() - 1 {
+            WIDTH.saturating_sub(cells)
+        } else {
+            // Anything present gets at least one cell.
+            let n = (amount * WIDTH).div_ceil(window);
+            n.min(WIDTH.saturating_sub(cells))
+        };
+        cells += n;
+        bar.push_str(&style.code(color, &ch.to_string().repeat(n as usize)));
+    }
+    let pct = |n: u64| n as f64 * 100.0 / window as f64;
+    let mut out = format!(
+        "Context: {} of {} {unit} used ({:.1}%)\n[{bar}]\n",
+        thousands(used),
+        thousands(window),
+        pct(used)
+    );
+    for (name, amount, color, ch) in rows {
+        out.push_str(&format!(
+            "  {} {:<17} {:>12} {unit}  {:>5.1}%\n",
+            style.code(color, &ch.to_string()),
+            name,
+            thousands(amount),
+            pct(amount)
+        ));
+    }
+    out.push_str(&format!(
+        "  compaction starts above {} {unit}",
+        thousands(b.limit)
+    ));
+    out
+}
+
+/// `/cost`: usage totals and what they cost at `prices`.
+pub fn render_cost(u: &UsageTotals, prices: &Prices) -> String {
+    format!(
+        "model calls        {}\n\
+         input tokens       {} uncached\n\
+         cache reads        {}\n\
+         cache writes       {}\n\
+         output tokens      {}\n\
+         estimated cost     ${:.4} (at ${}/M input, ${}/M output, cache writes {}x and reads {}x input)",
+        thousands(u.calls),
+        thousands(u.input),
+        thousands(u.cache_read),
+        thousands(u.cache_write),
+        thousands(u.output),
+        u.cost_usd(prices),
+        prices.input,
+        prices.output,
+        prices.cache_write_multiplier,
+        prices.cache_read_multiplier,
+    )
+}
+
+/// `/sessions`: one line per session, newest first; `current` is marked.
+pub fn render_sessions(sessions: &[SessionInfo], current: Option<&str>) -> String {
+    if sessions.is_empty() {
+        return "no sessions in this workspace yet".to_string();
+    }
+    let mut out = String::new();
+    for s in sessions {
+        let mark = if Some(s.id.as_str()) == current {
+            "*"
+        } else {
+            " "
+        };
+        let first = first_input(&s.path).unwrap_or_else(|| "(no input)".to_string());
+        out.push_str(&format!(
+            "{mark} {}  {}  {}\n",
+            s.id,
+            utc_minutes(s.modified),
+            clip(&crate::render::one_line(&first), 70)
+        ));
+    }
+    out.push_str("continue one with: whittle --resume ID");
+    out
+}
+
+/// The first thing typed in a session, read from the head of its log.
+fn first_input(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    BufReader::new(file)
+        .lines()
+        .take(10_000)
+        .map_while(Result::ok)
+        .filter(|l| l.contains("\"input\""))
+        .find_map(|l| match serde_json::from_str(&l) {
+            Ok(SessionRecord::Input { text }) => Some(text),
+            _ => None,
+        })
+}
+
+/// `2026-05-01 14:03 UTC`.
+pub fn utc_minutes(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let (y, m, d) = civil_from_days(days);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn slash_commands_parse() {
+        assert_eq!(
+            SlashCommand::parse("/compact  keep the parser notes "),
+            Some(SlashCommand::Compact(Some("keep the parser notes".into())))
+        );
+        assert_eq!(
+            SlashCommand::parse("/compact"),
+            Some(SlashCommand::Compact(None))
+        );
+        assert_eq!(SlashCommand::parse("/exit"), Some(SlashCommand::Quit));
+        assert_eq!(
+            SlashCommand::parse("/frob"),
+            Some(SlashCommand::Unknown("frob".into()))
+        );
+        assert_eq!(SlashCommand::parse("fix /etc"), None);
+    }
+
+    #[test]
+    fn the_context_table_adds_up() {
+        let b = ContextBreakdown {
+            system: 1_000,
+            tools: 4_000,
+            messages: 5_000,
+            tool_results: 10_000,
+            limit: 42_500,
+            window: 50_000,
+        };
+        let text = render_context(&b, "chars", Style::plain());
+        assert!(
+            text.starts_with("Context: 20,000 of 50,000 chars used (40.0%)"),
+            "{text}"
+        );
+        let bar = text.lines().nth(1).unwrap();
+        assert_eq!(bar.chars().count(), 52, "{bar}");
+        assert_eq!(bar.matches('░').count(), 30);
+        assert!(text.contains("tool results"));
+        assert!(text.contains("free"));
+        assert!(text.contains("42,500"));
+    }
+
+    #[test]
+    fn numbers_and_dates_read_well() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(utc_minutes(t), "2023-11-14 22:13 UTC");
+        assert_eq!(utc_minutes(UNIX_EPOCH), "1970-01-01 00:00 UTC");
+    }
+
+    #[test]
+    fn cost_is_priced() {
+        let u = UsageTotals {
+            calls: 2,
+            input: 1_000_000,
+            output: 0,
+            cache_read: 0,
+            cache_write: 0,
+        };
+        assert!(render_cost(&u, &Prices::default()).contains("$3.0000"));
+    }
+}

@@ -1,0 +1,866 @@
+//! End-to-end: the real `whittle` binary, run as a child process against a
+//! scripted Anthropic server on loopback, with HOME and the config folder
+//! in temp dirs and a temp workspace. Every test checks the requests the
+//! server received (valid for the Messages API, no API key in any body),
+//! files in the workspace, and exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use testkit::{ContextLimit, RecordedRequest, Reply, Step, TestServer};
+use whittle_context::{Message, validate};
+
+const KEY: &str = "sk-ant-e2e-secret-key-0123456789";
+
+struct Harness {
+    server: TestServer,
+    home: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let h = Harness {
+            server: TestServer::start_blocking(),
+            home: tempfile::tempdir().unwrap(),
+            workspace: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(h.config_home().join("whittle")).unwrap();
+        h
+    }
+
+    fn ws(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    fn state(&self) -> PathBuf {
+        self.ws().canonicalize().unwrap().join(".whittle")
+    }
+
+    fn config_home(&self) -> PathBuf {
+        self.home.path().join("config")
+    }
+
+    /// The binary with a clean environment pointing at the test server.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_whittle"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("XDG_CACHE_HOME", self.home.path().join("cache"))
+            .env("ANTHROPIC_BASE_URL", self.server.url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .arg("--cwd")
+            .arg(self.ws())
+            .args(args)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+
+    /// Every request was valid and carried no key in its body; nothing the
+    /// binary wrote holds the key either.
+    fn assert_clean(&self) {
+        for r in self.requests() {
+            let messages: Vec<Message> =
+                serde_json::from_value(r.body["messages"].clone()).unwrap();
+            assert_eq!(validate(&messages), Ok(()), "request {}", r.number);
+            assert!(
+                !r.body.to_string().contains(KEY),
+                "key in request {}",
+                r.number
+            );
+        }
+        for file in walk(&self.state()) {
+            let bytes = std::fs::read(&file).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(KEY),
+                "key in {}",
+                file.display()
+            );
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_success(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Text of a message whose content is a string or blocks.
+fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The tool_result block answering `id` in a request body.
+fn tool_result(body: &Value, id: &str) -> Value {
+    for m in body["messages"].as_array().unwrap() {
+        if let Some(blocks) = m["content"].as_array() {
+            for b in blocks {
+                if b["type"] == "tool_result" && b["tool_use_id"] == id {
+                    return b.clone();
+                }
+            }
+        }
+    }
+    panic!("no tool_result for {id} in {body}");
+}
+
+fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The path in `[Earlier tool result saved at PATH]`, if that is the text.
+fn saved_placeholder_path(text: &str) -> Option<PathBuf> {
+    text.strip_prefix("[Earlier tool result saved at ")?
+        .strip_suffix(']')
+        .map(PathBuf::from)
+}
+
+/// A text file of `lines` lines of about `width` chars, each naming its file and number.
+fn write_lines(path: &Path, tag: &str, lines: usize, width: usize) {
+    let mut text = String::new();
+    for i in 1..=lines {
+        let head = format!("{tag} line {i:06} ");
+        text.push_str(&head);
+        text.push_str(&"x".repeat(width.saturating_sub(head.len())));
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// The seed's three experiments, with --preset teaching.
+
+#[test]
+fn experiment_1_earlier_results_become_saved_placeholders() {
+    let h = Harness::new();
+    for i in 1..=5 {
+        write_lines(
+            &h.ws().join(format!("f{i}.txt")),
+            &format!("f{i}"),
+            110,
+            100,
+        );
+        h.server.push(Reply::tool_use(
+            format!("r{i}"),
+            "read_file",
+            json!({"path": format!("f{i}.txt")}),
+        ));
+    }
+    h.server
+        .push(Reply::text("All five READMEs use numbered headings."));
+    let out = h.run(&[
+        "--preset",
+        "teaching",
+        "-p",
+        "Read f1.txt to f5.txt one by one and compare them.",
+    ]);
+    assert_success(&out);
+    assert!(stdout(&out).contains("numbered headings"));
+    let requests = h.requests();
+    assert_eq!(requests.len(), 6);
+    // Each result as first sent, whole.
+    let first_sent: Vec<String> = (1..=5)
+        .map(|i| result_text(&tool_result(&requests[i].body, &format!("r{i}"))))
+        .collect();
+    for (i, text) in first_sent.iter().enumerate() {
+        assert!(
+            text.len() > 11_000,
+            "result {} is {} chars",
+            i + 1,
+            text.len()
+        );
+        assert!(text.contains(&format!("f{} line 000110", i + 1)));
+    }
+    let sixth = &requests[5].body;
+    let now: Vec<String> = (1..=5)
+        .map(|i| result_text(&tool_result(sixth, &format!("r{i}"))))
+        .collect();
+    let placeholders: Vec<usize> = (0..5)
+        .filter(|&i| saved_placeholder_path(&now[i]).is_some())
+        .collect();
+    assert!(
+        !placeholders.is_empty(),
+        "no placeholder in the sixth request"
+    );
+    assert_eq!(placeholders[0], 0, "the oldest result goes first");
+    assert!(
+        placeholders.iter().all(|&i| i < 2),
+        "the newest three stay whole: {placeholders:?}"
+    );
+    for i in 2..5 {
+        assert_eq!(now[i], first_sent[i], "result {} is whole", i + 1);
+    }
+    for &i in &placeholders {
+        let path = saved_placeholder_path(&now[i]).unwrap();
+        assert!(
+            path.starts_with(h.state().join("tool-results")),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            first_sent[i],
+            "the saved file holds the whole result"
+        );
+    }
+    assert!(stderr(&out).contains("[auto compact]"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("micro_compact"));
+    h.assert_clean();
+}
+
+#[test]
+fn experiment_2_a_large_batch_is_persisted_with_a_preview() {
+    let h = Harness::new();
+    // Four files of ~700 KB; read_file shows the first 60,000 chars of each,
+    // so the batch (~240,000 chars) exceeds the 200,000-char budget.
+    for tag in ["a", "b", "c", "d"] {
+        write_lines(&h.ws().join(format!("{tag}.txt")), tag, 7_000, 100);
+    }
+    h.server
+        .push(Reply::tool_uses(["a", "b", "c", "d"].map(|t| {
+            (
+                format!("big-{t}"),
+                "read_file",
+                json!({"path": format!("{t}.txt")}),
+            )
+        })));
+    h.server
+        .push(Reply::text("The records have id, title and body."));
+    let out = h.run(&[
+        "--preset",
+        "teaching",
+        "--output-format",
+        "stream-json",
+        "-p",
+        "Analyze the structure of a.txt to d.txt",
+    ]);
+    assert_success(&out);
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        events.iter().any(|e| e["type"] == "compaction"
+            && e["report"]["step"] == "tool_result_budget"
+            && e["report"]["outcome"] == "applied"),
+        "{events:?}"
+    );
+    let second = &h.requests()[1].body;
+    let mut persisted = 0;
+    for t in ["a", "b", "c", "d"] {
+        let text = result_text(&tool_result(second, &format!("big-{t}")));
+        let Some(rest) = text.strip_prefix("<persisted-output>\nFull output: ") else {
+            continue;
+        };
+        persisted += 1;
+        let path = PathBuf::from(rest.split_once('\n').unwrap().0);
+        assert!(path.starts_with(h.state().join("tool-results")));
+        assert!(
+            text.contains(&format!("{t} line 000001")),
+            "a preview: {text}"
+        );
+        assert!(
+            !text.contains(&format!("{t} line 000500")),
+            "only a preview"
+        );
+        let full = std::fs::read_to_string(&path).unwrap();
+        assert!(full.chars().count() > 50_000, "{} chars", full.len());
+        assert!(
+            full.contains(&format!("{t} line 000500")),
+            "the full text on disk"
+        );
+    }
+    assert!(persisted >= 1, "no persisted output in {second}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["subtype"], "success");
+    h.assert_clean();
+}
+
+#[test]
+fn experiment_3_long_text_is_summarized_with_the_request_and_a_transcript() {
+    let h = Harness::new();
+    let essay = "The parser keeps state in three tables. ".repeat(1_500); // 60,000 chars
+    h.server.push(Reply::text(essay.clone()).with_tool_use(
+        "e1",
+        "bash",
+        json!({"command": "echo ok"}),
+    ));
+    h.server.push_fn(|r| {
+        let asked = r.last_message_text();
+        assert!(asked.starts_with("<conversation>"), "{asked:.200}");
+        Step::Reply(Reply::text(
+            "Summary: the user asked to compare two files; an essay on parser tables was written.",
+        ))
+    });
+    h.server
+        .push(Reply::text("Both manage context with summaries."));
+    let prompt = "Compare compact.py with memory.py.";
+    let out = h.run(&["--preset", "teaching", "-p", prompt]);
+    assert_success(&out);
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3);
+    let first = message_text(&requests[2].body["messages"][0]);
+    assert!(
+        first.starts_with(&format!(
+            "[Compacted]\n\nCurrent user request:\n{prompt}\n\nConversation summary"
+        )),
+        "{first}"
+    );
+    assert!(first.contains("essay on parser tables"));
+    let transcript = PathBuf::from(first.rsplit_once("Full transcript: ").unwrap().1.trim());
+    let saved = std::fs::read_to_string(&transcript).unwrap();
+    assert!(saved.contains("The parser keeps state in three tables."));
+    assert!(saved.len() > 60_000);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[auto compact]") && err.contains("compact_history"),
+        "{err}"
+    );
+    assert!(err.contains("transcript: .whittle/transcripts/"), "{err}");
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Compaction on request.
+
+#[test]
+fn the_compact_tool_runs_after_the_rest_of_its_batch() {
+    let h = Harness::new();
+    h.server.push(
+        Reply::tool_use(
+            "w",
+            "write_file",
+            json!({"path": "stage1.txt", "content": "stage 1 done\n"}),
+        )
+        .with_tool_use("c", "compact", json!({"focus": "the parser bug"})),
+    );
+    h.server.push_fn(|r| {
+        let asked = r.last_message_text();
+        assert!(
+            asked.contains("Pay particular attention to: the parser bug"),
+            "{asked:.300}"
+        );
+        assert!(
+            asked.contains("[tool result w]"),
+            "the write's result is there"
+        );
+        Step::Reply(Reply::text(
+            "Stage 1 is written to stage1.txt; stage 2 remains.",
+        ))
+    });
+    h.server.push(Reply::text("On to stage 2."));
+    let out = h.run(&[
+        "--preset",
+        "teaching",
+        "--permission-mode",
+        "accept-edits",
+        "-p",
+        "do stage 1, then compact",
+    ]);
+    assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(h.ws().join("stage1.txt")).unwrap(),
+        "stage 1 done\n"
+    );
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3);
+    let first = message_text(&requests[2].body["messages"][0]);
+    assert!(
+        first.starts_with("[Compacted]\n\nCurrent user request:\ndo stage 1, then compact"),
+        "{first}"
+    );
+    assert!(first.contains("stage 2 remains"));
+    assert!(stderr(&out).contains("[compact]"), "{}", stderr(&out));
+    h.assert_clean();
+}
+
+#[test]
+fn the_repl_runs_slash_commands_from_stdin() {
+    let h = Harness::new();
+    h.server
+        .push(Reply::text("Here is a long explanation. ".repeat(300)));
+    h.server.push_fn(|r| {
+        let asked = r.last_message_text();
+        assert!(
+            asked.contains("Pay particular attention to: keep the parser notes"),
+            "{asked:.300}"
+        );
+        Step::Reply(Reply::text(
+            "The user said hello; a long explanation followed.",
+        ))
+    });
+    h.server.push(Reply::text("Next: write the parser."));
+    let input = "hello\n/context\n/compact keep the parser notes\nwhat \\\nnext?\n/cost\n/sessions\n/frobnicate\n/help\n/quit\nnever sent\n";
+    let out = h.run_with_stdin(&["--preset", "teaching"], input);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("Here is a long explanation."));
+    assert!(
+        text.contains("Context:") && text.contains("tool results"),
+        "{text}"
+    );
+    assert!(
+        text.contains("compaction starts above 50,000 chars"),
+        "{text}"
+    );
+    assert!(text.contains("Next: write the parser."));
+    assert!(text.contains("model calls        2"), "{text}");
+    assert!(text.contains("unknown command /frobnicate"));
+    assert!(text.contains("/compact [focus]"), "help");
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3, "nothing after /quit");
+    let messages = requests[2].body["messages"].as_array().unwrap();
+    let first = message_text(&messages[0]);
+    assert!(
+        first.starts_with("[Compacted]\n\nCurrent user request:\nhello"),
+        "{first}"
+    );
+    assert_eq!(message_text(messages.last().unwrap()), "what \nnext?");
+    assert!(stderr(&out).contains("[compact]"), "{}", stderr(&out));
+    // /sessions lists the one session, marked, with its first input.
+    let sessions: Vec<PathBuf> = walk(&h.state().join("sessions"));
+    assert_eq!(sessions.len(), 1);
+    let id = sessions[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(text.contains(&format!("* {id}")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&id) && l.ends_with("hello"))
+    );
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Overflow from the provider.
+
+/// A first run that leaves a session with several sizable tool results.
+fn build_history(h: &Harness) -> usize {
+    for i in 0..4 {
+        h.server.push(Reply::tool_use(
+            format!("s{i}"),
+            "bash",
+            json!({"command": format!("seq 1 {}", 1500 + i)}),
+        ));
+    }
+    h.server.push(Reply::text("Counted."));
+    let out = h.run(&["--preset", "teaching", "-p", "count a few times"]);
+    assert_success(&out);
+    h.requests().last().unwrap().body_bytes
+}
+
+#[test]
+fn prompt_too_long_once_is_recovered_by_reactive_compaction() {
+    let h = Harness::new();
+    let last_bytes = build_history(&h);
+    let before = h.requests().len();
+    h.server.set_context_limit(Some(ContextLimit {
+        max_body_bytes: last_bytes - 500,
+        once: true,
+    }));
+    h.server
+        .push(Reply::text("Earlier: counted with seq four times."));
+    h.server.push(Reply::text("All good now."));
+    let out = h.run(&["--preset", "teaching", "--continue", "-p", "and now?"]);
+    assert_success(&out);
+    assert!(stdout(&out).contains("All good now."));
+    assert!(
+        stderr(&out).contains("[reactive compact]"),
+        "{}",
+        stderr(&out)
+    );
+    let requests = h.requests();
+    assert_eq!(requests.len(), before + 3, "refused, summary, retry");
+    let first = message_text(&requests.last().unwrap().body["messages"][0]);
+    assert!(
+        first.starts_with("[Reactive compact]\n\nCurrent user request:\nand now?"),
+        "{first}"
+    );
+    h.assert_clean();
+}
+
+#[test]
+fn prompt_too_long_always_is_one_error_line_naming_the_transcript() {
+    let h = Harness::new();
+    build_history(&h);
+    h.server.set_context_limit(Some(ContextLimit {
+        max_body_bytes: 600,
+        once: false,
+    }));
+    let out = h.run(&["--preset", "teaching", "--continue", "-p", "again"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let line = lines[0];
+    assert!(line.contains("still too long"), "{line}");
+    assert!(err.contains("[reactive compact]"), "{err}");
+    assert!(!err.contains("warning:"), "the failure is said once: {err}");
+    let transcript = line
+        .split_whitespace()
+        .find(|w| w.contains("/transcripts/"))
+        .expect("names the transcript");
+    assert!(
+        Path::new(transcript.trim_end_matches(['.', ','])).is_file(),
+        "{line}"
+    );
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Permissions.
+
+#[test]
+fn denied_commands_never_run_and_outside_paths_are_refused() {
+    let h = Harness::new();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_file = outside.path().join("escaped.txt");
+    std::fs::write(h.ws().join("keep.txt"), "precious").unwrap();
+    h.server.push(
+        Reply::tool_use(
+            "rm",
+            "bash",
+            json!({"command": "rm -f keep.txt && touch ran.txt"}),
+        )
+        .with_tool_use(
+            "out",
+            "write_file",
+            json!({"path": outside_file.to_str().unwrap(), "content": "x"}),
+        )
+        .with_tool_use(
+            "sudo",
+            "bash",
+            json!({"command": "sudo touch root.txt; touch ran2.txt"}),
+        ),
+    );
+    h.server.push(Reply::text("I was not allowed."));
+    let out = h.run(&["--permission-mode", "accept-edits", "-p", "clean up"]);
+    assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(h.ws().join("keep.txt")).unwrap(),
+        "precious"
+    );
+    assert!(!h.ws().join("ran.txt").exists());
+    assert!(!h.ws().join("ran2.txt").exists());
+    assert!(!outside_file.exists());
+    let second = &h.requests()[1].body;
+    for id in ["rm", "out", "sudo"] {
+        let block = tool_result(second, id);
+        assert_eq!(block["is_error"], true, "{block}");
+        assert!(result_text(&block).starts_with("[denied]"), "{block}");
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains("● bash rm -f keep.txt && touch ran.txt"),
+        "{err}"
+    );
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Crash safety.
+
+#[test]
+fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
+    let h = Harness::new();
+    let stop = h.ws().join("stop-waiting");
+    h.server.push(Reply::tool_use(
+        "slow",
+        "bash",
+        json!({"command": "while [ ! -e stop-waiting ]; do sleep 0.05; done; touch finished.txt"}),
+    ));
+    let mut child = h
+        .command(&["--permission-mode", "yolo", "-p", "wait for the flag"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the log holds the tool call, then give the tool a moment to start.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let logged = walk(&h.state().join("sessions")).iter().any(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .contains("\"tool_use\"")
+        });
+        if logged {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the tool call never reached the log"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::fs::write(&stop, "").unwrap(); // let the orphaned loop end
+    assert_eq!(h.requests().len(), 1);
+
+    h.server.push(Reply::text(
+        "The wait was interrupted; I will not retry it.",
+    ));
+    let out = h.run(&["--continue", "-p", "what happened?"]);
+    assert_success(&out);
+    let requests = h.requests();
+    assert_eq!(requests.len(), 2);
+    let block = tool_result(&requests[1].body, "slow");
+    assert_eq!(block["is_error"], true);
+    assert!(result_text(&block).contains("interrupted"), "{block}");
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(message_text(&last).contains("what happened?"));
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Output formats, exit codes, setup errors.
+
+#[test]
+fn json_output_is_one_object_with_usage_and_session() {
+    let h = Harness::new();
+    h.server
+        .push(Reply::tool_use("t", "bash", json!({"command": "echo hi"})).with_usage(1200, 30));
+    h.server.push(
+        Reply::text("It printed hi.")
+            .with_usage(1300, 10)
+            .with_cache(0, 1000),
+    );
+    let out = h.run(&["--output-format", "json", "-p", "say hi"]);
+    assert_success(&out);
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["type"], "result");
+    assert_eq!(v["subtype"], "success");
+    assert_eq!(v["is_error"], false);
+    assert_eq!(v["result"], "It printed hi.");
+    assert_eq!(v["usage"]["model_calls"], 2);
+    assert_eq!(v["usage"]["input_tokens"], 2500);
+    assert_eq!(v["usage"]["output_tokens"], 40);
+    assert_eq!(v["usage"]["cache_read_input_tokens"], 1000);
+    assert!(v["cost_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["compactions"], json!([]));
+    let id = v["session_id"].as_str().unwrap();
+    assert!(
+        h.state()
+            .join("sessions")
+            .join(format!("{id}.jsonl"))
+            .is_file()
+    );
+    assert_eq!(v["model"], "anthropic:claude-sonnet-5-5");
+    h.assert_clean();
+}
+
+#[test]
+fn running_out_of_turns_exits_3() {
+    let h = Harness::new();
+    h.server.push(Reply::tool_use(
+        "t",
+        "bash",
+        json!({"command": "echo again"}),
+    ));
+    let out = h.run(&["--max-turns", "1", "-p", "loop"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-turns"));
+    h.assert_clean();
+}
+
+#[test]
+fn a_missing_key_is_one_line_naming_the_variable() {
+    let h = Harness::new();
+    let out = h
+        .command(&["--model", "anthropic:claude-sonnet-5-5", "-p", "hi"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error:") && err.contains("ANTHROPIC_API_KEY"),
+        "{err}"
+    );
+    assert!(h.requests().is_empty());
+}
+
+#[test]
+fn a_bad_config_file_is_one_line_naming_it() {
+    let h = Harness::new();
+    let path = h.config_home().join("whittle").join("config.toml");
+    std::fs::write(&path, "max_turns = \"many\"\n").unwrap();
+    let out = h.run(&["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("max_turns"),
+        "{err}"
+    );
+    assert!(h.requests().is_empty());
+}
+
+#[test]
+fn project_config_sets_the_model_and_flags_win() {
+    let h = Harness::new();
+    std::fs::create_dir_all(h.ws().join(".whittle")).unwrap();
+    std::fs::write(
+        h.ws().join(".whittle/config.toml"),
+        "model = \"anthropic:claude-haiku-5-5\"\nmax_tokens = 777\n",
+    )
+    .unwrap();
+    h.server.push(Reply::text("one"));
+    h.server.push(Reply::text("two"));
+    assert_success(&h.run(&["-p", "first"]));
+    assert_success(&h.run(&["--model", "anthropic:claude-opus-5-5", "-p", "second"]));
+    let r = h.requests();
+    assert_eq!(r[0].body["model"], "claude-haiku-5-5");
+    assert_eq!(r[0].body["max_tokens"], 777);
+    assert_eq!(r[1].body["model"], "claude-opus-5-5");
+    h.assert_clean();
+}
+
+// ---------------------------------------------------------------------------
+// Replay.
+
+#[test]
+fn replay_measures_our_own_sessions_and_lists_bad_files() {
+    let h = Harness::new();
+    build_history(&h);
+    let sessions = h.state().join("sessions");
+    std::fs::write(sessions.join("broken.jsonl"), "{not json\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_whittle"))
+        .args(["replay", "--policy", "none", "--policy", "teaching"])
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let table = stdout(&out);
+    assert!(
+        table.starts_with("whittle replay: 1 conversations"),
+        "{table}"
+    );
+    let header = table.lines().nth(2).unwrap();
+    assert!(
+        header.contains("none") && header.contains("teaching"),
+        "{table}"
+    );
+    assert!(!header.contains("mask"));
+    assert!(table.contains("unrecoverable bytes"));
+    assert!(
+        table.contains("skipped:") && table.contains("broken.jsonl"),
+        "{table}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_whittle"))
+        .args(["replay", "--json", "--window-tokens", "32000"])
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["window_tokens"], 32000);
+    assert_eq!(
+        v["policies"],
+        json!(["none", "teaching", "default", "mask"])
+    );
+    assert_eq!(v["conversations"].as_array().unwrap().len(), 1);
+    assert_eq!(v["errors"].as_array().unwrap().len(), 1);
+    for t in v["totals"].as_array().unwrap() {
+        assert_eq!(t["calls"], 5, "{t}");
+        assert_eq!(t["unrecoverable_chars"], 0);
+        assert_eq!(t["invalid_requests"], 0);
+    }
+
+    let out = Command::new(env!("CARGO_BIN_EXE_whittle"))
+        .args(["replay", "--policy", "fast"])
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: unknown policy"),
+        "{}",
+        stderr(&out)
+    );
+}
