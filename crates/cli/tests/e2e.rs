@@ -635,24 +635,20 @@ fn denied_commands_never_run_and_outside_paths_are_refused() {
 }
 
 // ---------------------------------------------------------------------------
-// Crash safety.
+// Crash safety and Ctrl-C.
 
-#[test]
-fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
-    let h = Harness::new();
-    let stop = h.ws().join("stop-waiting");
-    h.server.push(Reply::tool_use(
-        "slow",
+/// A tool call that waits until the file `stop-waiting` appears.
+fn waiting_call(id: &str) -> Reply {
+    Reply::tool_use(
+        id,
         "bash",
         json!({"command": "while [ ! -e stop-waiting ]; do sleep 0.05; done; touch finished.txt"}),
-    ));
-    let mut child = h
-        .command(&["--permission-mode", "yolo", "-p", "wait for the flag"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until the log holds the tool call, then give the tool a moment to start.
+    )
+}
+
+/// Waits until the session log holds a tool call, then gives the tool a
+/// moment to start.
+fn wait_for_tool_call(h: &Harness) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let logged = walk(&h.state().join("sessions")).iter().any(|p| {
@@ -670,6 +666,88 @@ fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
+}
+
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn ctrl_c_cancels_a_one_shot_turn_and_the_session_goes_on() {
+    let h = Harness::new();
+    h.server.push(waiting_call("wait"));
+    let child = h
+        .command(&["--permission-mode", "yolo", "-p", "wait for the flag"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_tool_call(&h);
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cancelled"), "{}", stderr(&out));
+    // The tool's process group was killed: the flag no longer matters.
+    std::fs::write(h.ws().join("stop-waiting"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!h.ws().join("finished.txt").exists());
+
+    h.server.push(Reply::text("Cancelled earlier; moving on."));
+    let out = h.run(&["--continue", "-p", "go on"]);
+    assert_success(&out);
+    let block = tool_result(&h.requests()[1].body, "wait");
+    assert_eq!(block["is_error"], true);
+    assert!(result_text(&block).contains("cancelled"), "{block}");
+    h.assert_clean();
+}
+
+#[test]
+fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
+    use std::io::Write;
+    let h = Harness::new();
+    h.server.push(waiting_call("wait"));
+    h.server.push(Reply::text("Second answer."));
+    let mut child = h
+        .command(&["--permission-mode", "yolo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"wait for the flag\nsecond\n").unwrap();
+    drop(stdin);
+    wait_for_tool_call(&h);
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("Second answer."), "{}", stdout(&out));
+    assert!(stderr(&out).contains("(cancelled; the conversation so far is kept)"));
+    let requests = h.requests();
+    assert_eq!(requests.len(), 2);
+    let body = &requests[1].body;
+    assert!(result_text(&tool_result(body, "wait")).contains("cancelled"));
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(message_text(&last), "second");
+    h.assert_clean();
+}
+
+#[test]
+fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
+    let h = Harness::new();
+    let stop = h.ws().join("stop-waiting");
+    h.server.push(waiting_call("slow"));
+    let mut child = h
+        .command(&["--permission-mode", "yolo", "-p", "wait for the flag"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_tool_call(&h);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     std::fs::write(&stop, "").unwrap(); // let the orphaned loop end
