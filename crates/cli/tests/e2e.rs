@@ -43,17 +43,22 @@ impl Harness {
         self.home.path().join("config")
     }
 
-    /// The binary with a clean environment pointing at the test server.
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_whittle"));
+    /// A clean environment pointing at the test server.
+    fn set_env(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("XDG_CACHE_HOME", self.home.path().join("cache"))
             .env("ANTHROPIC_BASE_URL", self.server.url())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .arg("--cwd")
+            .env("ANTHROPIC_API_KEY", KEY);
+    }
+
+    /// The binary with a clean environment, in the workspace.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_whittle"));
+        self.set_env(&mut cmd);
+        cmd.arg("--cwd")
             .arg(self.ws())
             .args(args)
             .stdin(Stdio::null());
@@ -941,4 +946,135 @@ fn replay_measures_our_own_sessions_and_lists_bad_files() {
         "{}",
         stderr(&out)
     );
+}
+
+// ---------------------------------------------------------------------------
+// The REPL on a real terminal (a pseudo-terminal).
+
+/// A child whose stdin, stdout and stderr are a pseudo-terminal that is its
+/// controlling terminal; what it prints is collected as it comes.
+struct Terminal {
+    child: std::process::Child,
+    master: std::fs::File,
+    screen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Terminal {
+    fn spawn(h: &Harness, args: &[&str]) -> Terminal {
+        use std::io::Read;
+        let size = nix::pty::Winsize {
+            ws_row: 40,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(&size, None).unwrap();
+        let mut cmd = Command::new("setsid");
+        h.set_env(&mut cmd);
+        cmd.env("TERM", "xterm")
+            .arg("-c")
+            .arg(env!("CARGO_BIN_EXE_whittle"))
+            .arg("--cwd")
+            .arg(h.ws())
+            .args(args)
+            .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+            .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+            .stderr(Stdio::from(pty.slave));
+        let child = cmd.spawn().unwrap();
+        let master = std::fs::File::from(pty.master);
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (mut reader, sink) = (master.try_clone().unwrap(), screen.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once the child is gone ends the loop.
+            while let Ok(n @ 1..) = reader.read(&mut buf) {
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Terminal {
+            child,
+            master,
+            screen,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.screen.lock().unwrap().clone()
+    }
+
+    /// Waits until the screen shows `text` `times` times.
+    fn expect(&self, text: &str, times: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.screen().matches(text).count() < times {
+            assert!(
+                Instant::now() < deadline,
+                "waited for {text:?} x{times}; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        use std::io::Write;
+        self.master.write_all(keys.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+}
+
+#[test]
+fn the_terminal_repl_asks_before_edits_keeps_history_and_quits_on_ctrl_d() {
+    let h = Harness::new();
+    h.server.push(Reply::tool_use(
+        "w",
+        "write_file",
+        json!({"path": "notes.txt", "content": "remember the parser\n"}),
+    ));
+    h.server.push(Reply::text("Saved the notes."));
+    h.server.push(Reply::tool_use(
+        "w2",
+        "write_file",
+        json!({"path": "other.txt", "content": "no"}),
+    ));
+    h.server.push(Reply::text("Left it alone."));
+    let mut term = Terminal::spawn(&h, &[]);
+    term.expect("Ctrl-D quits", 1);
+    term.expect("> ", 1);
+    term.type_keys("please save the notes\r");
+    term.expect("allow? [y]es / [n]o / [a]lways", 1);
+    term.type_keys("y\r");
+    term.expect("Saved the notes.", 1);
+    assert_eq!(
+        std::fs::read_to_string(h.ws().join("notes.txt")).unwrap(),
+        "remember the parser\n"
+    );
+    term.expect("> ", 2);
+    term.type_keys("now write other.txt\r");
+    term.expect("allow? [y]es / [n]o / [a]lways", 2);
+    term.type_keys("n\r");
+    term.expect("Left it alone.", 1);
+    assert!(!h.ws().join("other.txt").exists());
+    // Ctrl-C at the prompt drops the line; Ctrl-D on an empty line quits.
+    term.expect("> ", 3);
+    term.type_keys("a half-typed thought");
+    term.expect("a half-typed thought", 1);
+    term.type_keys("\x03");
+    term.expect("> ", 4);
+    term.type_keys("\x04");
+    let status = term.child.wait().unwrap();
+    assert!(status.success(), "{}", term.screen());
+
+    let requests = h.requests();
+    assert_eq!(requests.len(), 4, "the dropped line was never sent");
+    assert!(
+        result_text(&tool_result(&requests[3].body, "w2")).starts_with("[denied]"),
+        "a no is a refusal"
+    );
+    let history = std::fs::read_to_string(h.state().join("repl-history")).unwrap();
+    assert!(history.contains("please save the notes"), "{history}");
+    assert!(history.contains("now write other.txt"));
+    assert!(!history.contains("half-typed"));
+    h.assert_clean();
 }
