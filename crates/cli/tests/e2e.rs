@@ -816,6 +816,37 @@ fn json_output_is_one_object_with_usage_and_session() {
 }
 
 #[test]
+fn retries_and_the_todo_list_are_shown() {
+    let h = Harness::new();
+    h.server.push(Reply::tool_use(
+        "plan",
+        "todo_write",
+        json!({"todos": [
+            {"content": "Read the parser", "status": "completed"},
+            {"content": "Fix the bug", "status": "in_progress"},
+            {"content": "Run the tests", "status": "pending"}
+        ]}),
+    ));
+    h.server.push(testkit::Fault::overloaded());
+    h.server.push(Reply::text("Planned."));
+    let out = h.run(&["-p", "make a plan"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Tasks\n  [x] Read the parser\n  [>] Fix the bug\n  [ ] Run the tests"),
+        "{err}"
+    );
+    let retry = err
+        .lines()
+        .find(|l| l.starts_with("retrying in "))
+        .expect(&err);
+    assert!(retry.contains("s (attempt 1): "), "{retry}");
+    assert!(retry.contains("overloaded"), "{retry}");
+    assert_eq!(h.requests().len(), 3);
+    h.assert_clean();
+}
+
+#[test]
 fn running_out_of_turns_exits_3() {
     let h = Harness::new();
     h.server.push(Reply::tool_use(
@@ -1076,5 +1107,48 @@ fn the_terminal_repl_asks_before_edits_keeps_history_and_quits_on_ctrl_d() {
     assert!(history.contains("please save the notes"), "{history}");
     assert!(history.contains("now write other.txt"));
     assert!(!history.contains("half-typed"));
+    h.assert_clean();
+}
+
+#[test]
+fn replay_can_summarize_with_a_real_provider() {
+    let h = Harness::new();
+    // A session whose long answer the teaching policy must summarize.
+    h.server.push(
+        Reply::text("Notes on the parser. ".repeat(3_000)).with_tool_use(
+            "n",
+            "bash",
+            json!({"command": "echo noted"}),
+        ),
+    );
+    h.server.push(Reply::text("summary of the session so far"));
+    h.server.push(Reply::text("Done."));
+    assert_success(&h.run(&["--preset", "teaching", "-p", "take notes"]));
+    let before = h.requests().len();
+    for _ in 0..3 {
+        h.server
+            .push(Reply::text("A summary written by the model."));
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_whittle"));
+    h.set_env(&mut cmd);
+    let out = cmd
+        .args(["replay", "--json", "--policy", "teaching"])
+        .args(["--summarizer", "anthropic:claude-sonnet-5-5"])
+        .arg(h.state().join("sessions"))
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["summarizer"], "model anthropic:claude-sonnet-5-5");
+    let calls = v["totals"][0]["summarize_calls"].as_u64().unwrap();
+    assert!(calls >= 1, "{v}");
+    assert_eq!(v["totals"][0]["unrecoverable_chars"], 0);
+    let asked = &h.requests()[before..];
+    assert_eq!(asked.len() as u64, calls, "one request per summary");
+    assert!(
+        asked[0]
+            .last_message_text()
+            .contains("Notes on the parser.")
+    );
     h.assert_clean();
 }
