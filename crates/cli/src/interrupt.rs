@@ -1,6 +1,7 @@
 //! Ctrl-C during a turn: the first one cancels the turn (the history stays
 //! valid and the session goes on), a second one quits at once.
 
+use crate::render::err_line;
 use std::sync::{Arc, Mutex};
 use whittle_agent::{Agent, AgentError, EventSink, TurnOutcome};
 use whittle_tools::CancellationToken;
@@ -51,10 +52,10 @@ pub async fn run_turn(
                     return turn.await;
                 }
                 if cancel.is_cancelled() {
-                    eprintln!();
+                    err_line("");
                     std::process::exit(i32::from(CANCELLED_EXIT));
                 }
-                eprintln!("\ncancelling... (Ctrl-C again to quit)");
+                err_line("\ncancelling... (Ctrl-C again to quit)");
                 cancel.cancel();
             }
         }

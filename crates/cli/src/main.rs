@@ -28,11 +28,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let style = Style::detect(std::io::stderr().is_terminal());
-            eprintln!(
+            render::err_line(&format!(
                 "{} {}",
                 style.red("error:"),
                 render::one_line(&format!("{e:#}"))
-            );
+            ));
             ExitCode::FAILURE
         }
     }

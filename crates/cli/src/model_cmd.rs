@@ -1,5 +1,6 @@
 //! `whittle model pull`: fetch the default local model once.
 
+use crate::render::{err_line, out_line};
 use crate::style::Style;
 use std::io::{IsTerminal, Write};
 use whittle_local::{PullProgress, default_model_path, ensure_default_model};
@@ -8,8 +9,8 @@ use whittle_local::{PullProgress, default_model_path, ensure_default_model};
 pub fn pull() -> anyhow::Result<()> {
     let path = default_model_path()?;
     if path.is_file() {
-        println!("{}", path.display());
-        eprintln!("the default model is already downloaded");
+        out_line(&path.display().to_string());
+        err_line("the default model is already downloaded");
         return Ok(());
     }
     let tty = std::io::stderr().is_terminal();
@@ -50,6 +51,6 @@ pub fn pull() -> anyhow::Result<()> {
             }
         }
     })?;
-    println!("{}", path.display());
+    out_line(&path.display().to_string());
     Ok(())
 }

@@ -121,7 +121,7 @@ impl Renderer {
     pub fn end_text(&mut self) {
         self.spinner.stop();
         if self.mid_line {
-            println!();
+            out_line("");
             self.mid_line = false;
         }
     }
@@ -129,9 +129,7 @@ impl Renderer {
     /// One line on stderr, after any half-written text.
     pub fn line(&mut self, text: &str) {
         self.end_text();
-        let mut err = std::io::stderr();
-        let _ = writeln!(err, "{text}");
-        let _ = err.flush();
+        err_line(text);
     }
 
     /// `error: ...` in red on stderr.
@@ -230,6 +228,21 @@ impl EventSink for Renderer {
             }
         }
     }
+}
+
+/// Writes a line to stdout. A closed pipe (`whittle replay | head`) is not
+/// worth a panic, so write errors are ignored.
+pub fn out_line(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+/// Writes a line to stderr, ignoring write errors like [`out_line`].
+pub fn err_line(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
 }
 
 /// `retrying in 2.0s (attempt 1): reason`.

@@ -8,7 +8,7 @@ use crate::approve::TerminalApprover;
 use crate::args::AgentArgs;
 use crate::config::{Env, Settings};
 use crate::interrupt::{CancelSlot, run_turn};
-use crate::render::{Renderer, one_line};
+use crate::render::{Renderer, one_line, out_line};
 use crate::setup::{self, Session};
 use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
 use crate::style::Style;
@@ -230,26 +230,26 @@ fn slash(
     let out = renderer.out_style();
     match command {
         SlashCommand::Quit => return Flow::Quit,
-        SlashCommand::Help => println!("{HELP}"),
+        SlashCommand::Help => out_line(HELP),
         SlashCommand::Context => {
             let unit = match agent.config().meter {
                 MeterChoice::Chars => "chars",
                 MeterChoice::Tokens => "tokens",
             };
-            println!("{}", render_context(&agent.context_breakdown(), unit, out));
+            out_line(&render_context(&agent.context_breakdown(), unit, out));
         }
-        SlashCommand::Cost => println!("{}", render_cost(&agent.usage(), &Prices::default())),
+        SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &Prices::default())),
         SlashCommand::Clear => match agent.clear() {
-            Ok(()) => println!("conversation cleared (the session log keeps everything)"),
+            Ok(()) => out_line("conversation cleared (the session log keeps everything)"),
             Err(e) => renderer.error(&one_line(&e.to_string())),
         },
         SlashCommand::Sessions => {
             let sessions = list_sessions(&settings.state_dir().join("sessions"));
-            println!("{}", render_sessions(&sessions, agent.session_id()));
+            out_line(&render_sessions(&sessions, agent.session_id()));
         }
         SlashCommand::Compact(focus) => {
             if agent.history().is_empty() {
-                println!("nothing to compact yet");
+                out_line("nothing to compact yet");
                 return Flow::Continue;
             }
             if let Err(e) = session.ensure_logging() {
@@ -259,12 +259,14 @@ fn slash(
             let result = rt.block_on(session.agent.compact(focus.as_deref(), renderer));
             match result {
                 Ok(report) if report.applied() => {}
-                Ok(_) => println!("the conversation was left as it was (see the line above)"),
+                Ok(_) => out_line("the conversation was left as it was (see the line above)"),
                 Err(e) => renderer.error(&one_line(&e.to_string())),
             }
         }
         SlashCommand::Unknown(name) => {
-            println!("unknown command /{name}; /help lists the commands");
+            out_line(&format!(
+                "unknown command /{name}; /help lists the commands"
+            ));
         }
     }
     Flow::Continue

@@ -3,6 +3,7 @@
 use crate::args::ReplayArgs;
 use crate::config::{Env, resolve};
 use crate::providers::build_provider;
+use crate::render::{err_line, out_line};
 use crate::style::Style;
 use anyhow::{Context, bail};
 use std::io::IsTerminal;
@@ -119,19 +120,16 @@ pub async fn run(args: &ReplayArgs, env: Env<'_>) -> anyhow::Result<ExitCode> {
         replay_paths(&args.paths, &policies, &config, &mut factory, &name)
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        out_line(&serde_json::to_string_pretty(&summary)?);
     } else {
-        print!("{}", render_table(&summary));
+        out_line(render_table(&summary).trim_end());
     }
     if !summary.errors.is_empty() && !args.json {
         let style = Style::detect(std::io::stderr().is_terminal());
-        eprintln!(
-            "{}",
-            style.yellow(&format!(
-                "{} file(s) could not be imported (listed above)",
-                summary.errors.len()
-            ))
-        );
+        err_line(&style.yellow(&format!(
+            "{} file(s) could not be imported (listed above)",
+            summary.errors.len()
+        )));
     }
     if summary.conversations.is_empty() {
         bail!("no conversation could be imported from the given paths");

@@ -97,7 +97,7 @@ pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String 
             WIDTH.saturating_sub(cells)
         } else {
             // Anything present gets at least one cell.
-            let n = (amount * WIDTH).div_ceil(window);
+            let n = amount.saturating_mul(WIDTH).div_ceil(window);
             n.min(WIDTH.saturating_sub(cells))
         };
         cells += n;

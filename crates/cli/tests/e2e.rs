@@ -966,6 +966,18 @@ fn replay_measures_our_own_sessions_and_lists_bad_files() {
         assert_eq!(t["invalid_requests"], 0);
     }
 
+    // A reader that goes away early (`| head`) is no reason to panic.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_whittle"))
+        .args(["replay", "--json"])
+        .arg(&sessions)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+
     let out = Command::new(env!("CARGO_BIN_EXE_whittle"))
         .args(["replay", "--policy", "fast"])
         .arg(&sessions)
