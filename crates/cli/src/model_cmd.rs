@@ -13,6 +13,14 @@ pub fn pull() -> anyhow::Result<()> {
         err_line("the default model is already downloaded");
         return Ok(());
     }
+    let path = fetch_default_model()?;
+    out_line(&path.display().to_string());
+    Ok(())
+}
+
+/// The default model's path, fetched first (with progress on stderr) if it
+/// is not there yet; for `whittle model pull` and the first use of `local`.
+pub fn fetch_default_model() -> anyhow::Result<std::path::PathBuf> {
     let tty = std::io::stderr().is_terminal();
     let style = Style::detect(tty);
     let mut last_percent = None;
@@ -43,14 +51,14 @@ pub fn pull() -> anyhow::Result<()> {
                 }
             }
             PullProgress::Done { path } => {
+                let after_progress = if tty { "\n" } else { "" };
                 let _ = writeln!(
                     err,
-                    "\n{}",
+                    "{after_progress}{}",
                     style.green(&format!("model ready: {}", path.display()))
                 );
             }
         }
     })?;
-    out_line(&path.display().to_string());
-    Ok(())
+    Ok(path)
 }

@@ -35,18 +35,37 @@ pub fn choose_model(settings: &Settings, env: Env<'_>) -> ModelSpec {
     }
 }
 
+/// A provider, and its model's context window when the provider knows it
+/// better than the built-in table (a GGUF file states its own).
+pub struct Connection {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The window the provider reported, if any.
+    pub context_window: Option<u64>,
+}
+
 /// A provider for `spec`. Credentials and base URLs come from the
 /// environment, read by the providers themselves.
-pub fn build_provider(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Arc<dyn Provider>> {
-    Ok(match spec.provider {
+pub fn build_provider(spec: &ModelSpec, settings: &Settings) -> anyhow::Result<Arc<dyn Provider>> {
+    Ok(connect(spec, settings)?.provider)
+}
+
+/// [`build_provider`], with what the provider knows about its window.
+pub fn connect(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Connection> {
+    let provider: Arc<dyn Provider> = match spec.provider {
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::from_env(&spec.model)?),
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::from_env(&spec.model)?),
-        // TODO(lead): plug in whittle_llm's LocalProvider here (pull the
-        // default model with whittle_local::ensure_default_model when
-        // `spec.model` is empty, saying so in one line).
+        // The embedded engine plugs in here: the path is `spec.model`, or
+        // `crate::model_cmd::fetch_default_model()?` when that is empty;
+        // `LocalProvider::load(&path)?` and its `context_window()` go into
+        // the Connection.
         ProviderKind::Local => bail!(
             "no model available: the embedded local model is not in this build yet; set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --model anthropic:NAME / openai:NAME)"
         ),
+    };
+    Ok(Connection {
+        provider,
+        context_window: None,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use crate::args::{AgentArgs, Preset};
 use crate::config::{DEFAULT_MAX_TOKENS_CAP, Env, Settings};
-use crate::providers::{build_provider, choose_model};
+use crate::providers::{Connection, choose_model, connect};
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
@@ -46,9 +46,21 @@ fn max_tokens(settings: &Settings, model_max: u64) -> u32 {
         .unwrap_or_else(|| u32::try_from(model_max.min(DEFAULT_MAX_TOKENS_CAP)).unwrap_or(u32::MAX))
 }
 
-/// The agent's configuration for `spec`.
-pub fn agent_config(settings: &Settings, spec: &ModelSpec) -> AgentConfig {
-    let facts = model_facts_with(&spec.model, &settings.models);
+/// The agent's configuration for `spec`; `reported_window` is the context
+/// window the provider itself reported (a config override still wins).
+pub fn agent_config(
+    settings: &Settings,
+    spec: &ModelSpec,
+    reported_window: Option<u64>,
+) -> AgentConfig {
+    let mut facts = model_facts_with(&spec.model, &settings.models);
+    let configured = settings
+        .models
+        .get(&spec.model)
+        .and_then(|o| o.context_window);
+    if let (Some(w), None) = (reported_window, configured) {
+        facts.context_window = w;
+    }
     let max_tokens = max_tokens(settings, facts.max_output_tokens);
     let (limits, meter) = match settings.preset {
         Some(Preset::Teaching) => (Limits::teaching(), MeterChoice::Chars),
@@ -90,8 +102,11 @@ pub fn open(
     approver: Box<dyn Approver>,
 ) -> anyhow::Result<Session> {
     let spec = choose_model(settings, env);
-    let provider = build_provider(&spec, settings)?;
-    let config = agent_config(settings, &spec);
+    let Connection {
+        provider,
+        context_window,
+    } = connect(&spec, settings)?;
+    let config = agent_config(settings, &spec, context_window);
     let mut tools = ToolRegistry::builtin();
     tools.register(Arc::new(CompactTool));
     let task = TaskTool::new(provider.clone(), &tools, config.clone());
@@ -150,7 +165,7 @@ mod tests {
             ..AgentArgs::default()
         };
         let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
-        let c = agent_config(&s, &spec("anthropic:claude-sonnet-5-5"));
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-5-5"), None);
         assert_eq!(c.limits, Limits::teaching());
         assert_eq!(c.meter, MeterChoice::Chars);
 
@@ -159,7 +174,7 @@ mod tests {
             ..AgentArgs::default()
         };
         let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
-        let c = agent_config(&s, &spec("anthropic:claude-sonnet-4-5"));
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-4-5"), None);
         assert_eq!(c.meter, MeterChoice::Tokens);
         assert_eq!(c.context_window, 200_000);
         assert_eq!(c.max_tokens, 8_000);
@@ -184,8 +199,13 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let c = agent_config(&s, &spec("openai:tiny"));
-        assert_eq!(c.context_window, 10_000);
+        let c = agent_config(&s, &spec("openai:tiny"), Some(8_192));
+        assert_eq!(
+            c.context_window, 10_000,
+            "the config wins over the provider"
+        );
         assert_eq!(c.limits.context_limit, 4_500, "(10000 - 1000) * 0.5");
+        let c = agent_config(&s, &spec("local:/m/smol.gguf"), Some(8_192));
+        assert_eq!(c.context_window, 8_192, "the provider wins over the table");
     }
 }
