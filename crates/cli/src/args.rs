@@ -71,7 +71,8 @@ pub struct Cli {
 /// Everything that shapes an agent session.
 #[derive(Debug, Args, Clone, Default)]
 pub struct AgentArgs {
-    /// Do this one task, print the answer and exit (instead of the REPL).
+    /// Do this one task, print the answer and exit (instead of the REPL);
+    /// `-p -` reads the task from stdin.
     #[arg(short = 'p', long = "print", value_name = "PROMPT")]
     pub prompt: Option<String>,
 

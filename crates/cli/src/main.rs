@@ -58,7 +58,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let settings = config::load(&args, &env)?;
     let rt = runtime()?;
     match &args.prompt {
-        Some(prompt) => rt.block_on(oneshot::run(&settings, &args, &env, prompt)),
+        Some(prompt) => {
+            let prompt = oneshot::read_prompt(prompt)?;
+            rt.block_on(oneshot::run(&settings, &args, &env, &prompt))
+        }
         None => repl::run(&rt, &settings, &args, &env),
     }
 }

@@ -66,6 +66,24 @@ pub fn usage_json(u: &UsageTotals) -> Value {
     })
 }
 
+/// The prompt as given, or all of stdin for `-p -`; never empty.
+pub fn read_prompt(given: &str) -> anyhow::Result<String> {
+    let prompt = if given == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| anyhow::anyhow!("cannot read the prompt from stdin: {e}"))?;
+        text
+    } else {
+        given.to_string()
+    };
+    if prompt.trim().is_empty() {
+        anyhow::bail!(
+            "the prompt is empty: say what to do after -p (or -p - to read it from stdin)"
+        );
+    }
+    Ok(prompt)
+}
+
 /// Runs the task; the returned status follows the outcome.
 pub async fn run(
     settings: &Settings,

@@ -847,6 +847,21 @@ fn retries_and_the_todo_list_are_shown() {
 }
 
 #[test]
+fn the_prompt_can_come_from_stdin_and_must_not_be_empty() {
+    let h = Harness::new();
+    h.server.push(Reply::text("Read it."));
+    let out = h.run_with_stdin(&["-p", "-"], "a task\nover two lines\n");
+    assert_success(&out);
+    let r = &h.requests()[0].body;
+    let last = r["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(message_text(&last), "a task\nover two lines\n");
+    let out = h.run(&["-p", "  "]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the prompt is empty"));
+    assert_eq!(h.requests().len(), 1);
+}
+
+#[test]
 fn running_out_of_turns_exits_3() {
     let h = Harness::new();
     h.server.push(Reply::tool_use(
