@@ -37,6 +37,7 @@ mod gguf;
 mod linear;
 mod model;
 mod prompt;
+mod q8;
 mod sampler;
 pub mod template;
 pub mod tokenizer;

@@ -1,15 +1,15 @@
-//! Projections (`x · Wᵀ + b`) with two kernels: one row at a time on Q8_0 weights, and
+//! Projections (`x · Wᵀ + b`) with two kernels: one row at a time on 8-bit weights, and
 //! many rows at once as a dense f32 GEMM.
 //!
-//! Decoding multiplies one row: memory-bound, so it reads Q8_0 weights (8.5 bits each)
-//! with candle's SIMD dot products, spread over rayon. Work stealing matters here: when the
+//! Decoding multiplies one row: memory-bound, so it reads 8-bit weights (see [`crate::q8`])
+//! spread over rayon. Work stealing matters here: when the
 //! machine is busy, candle's own spinning thread pool stalls at every barrier (measured:
 //! 3 tokens/s instead of 25 under a parallel build), while rayon lets the running thread
 //! take over chunks a descheduled one has not started. Prompt processing multiplies many
 //! rows: compute-bound, so it runs f32 weights through candle's GEMM, about five times
 //! faster than quantized dot products.
 
-use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
+use crate::q8::{self, Q8Block};
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
@@ -19,30 +19,29 @@ pub(crate) const DENSE_MIN_ROWS: usize = 8;
 /// Output rows per rayon task in a one-row product.
 const MATVEC_CHUNK: usize = 64;
 
-/// Values per Q8_0 block.
-pub(crate) const BLOCK: usize = 32;
+pub(crate) use crate::q8::BLOCK;
 
-/// A row-major matrix in Q8_0 blocks.
+/// A row-major matrix in Q8 blocks.
 pub(crate) struct Q8Matrix {
     rows: usize,
     cols: usize,
-    blocks: Vec<BlockQ8_0>,
+    blocks: Vec<Q8Block>,
 }
 
 /// Blocks quantized per rayon task when loading weights.
 const QUANTIZE_CHUNK: usize = 4096;
 
-/// Quantizes `x` (a multiple of [`BLOCK`] long) to Q8_0 blocks, in parallel when large.
-pub(crate) fn quantize(x: &[f32]) -> Vec<BlockQ8_0> {
-    let mut blocks = vec![BlockQ8_0::zeros(); x.len() / BLOCK];
+/// Quantizes `x` (a multiple of [`BLOCK`] long) to Q8 blocks, in parallel when large.
+pub(crate) fn quantize(x: &[f32]) -> Vec<Q8Block> {
+    let mut blocks = vec![Q8Block::default(); x.len() / BLOCK];
     let x = &x[..blocks.len() * BLOCK];
     if blocks.len() <= QUANTIZE_CHUNK {
-        BlockQ8_0::from_float(x, &mut blocks);
+        q8::quantize_into(x, &mut blocks);
     } else {
         blocks
             .par_chunks_mut(QUANTIZE_CHUNK)
             .zip(x.par_chunks(QUANTIZE_CHUNK * BLOCK))
-            .for_each(|(blocks, x)| BlockQ8_0::from_float(x, blocks));
+            .for_each(|(blocks, x)| q8::quantize_into(x, blocks));
     }
     blocks
 }
@@ -51,7 +50,7 @@ impl Q8Matrix {
     /// Quantizes a row-major f32 matrix; `cols` must be a multiple of [`BLOCK`].
     pub(crate) fn new(values: &[f32], rows: usize, cols: usize) -> candle_core::Result<Self> {
         if !cols.is_multiple_of(BLOCK) || values.len() != rows * cols {
-            candle_core::bail!("a {rows}x{cols} matrix cannot be held in Q8_0 blocks");
+            candle_core::bail!("a {rows}x{cols} matrix cannot be held in Q8 blocks");
         }
         Ok(Q8Matrix {
             rows,
@@ -60,14 +59,13 @@ impl Q8Matrix {
         })
     }
 
-    fn row_blocks(&self, r: usize) -> &[BlockQ8_0] {
+    fn row_blocks(&self, r: usize) -> &[Q8Block] {
         let per_row = self.cols / BLOCK;
         &self.blocks[r * per_row..(r + 1) * per_row]
     }
 
     /// `out[r] = W[r] · x` for a quantized row `x`.
-    fn matvec(&self, x: &[BlockQ8_0], out: &mut [f32]) {
-        let n = self.cols;
+    fn matvec(&self, x: &[Q8Block], out: &mut [f32]) {
         out.par_chunks_mut(MATVEC_CHUNK)
             .enumerate()
             .for_each(|(chunk, out)| {
@@ -75,19 +73,17 @@ impl Q8Matrix {
                 let mut quads = out.chunks_exact_mut(4);
                 let mut r = first;
                 for quad in &mut quads {
-                    let (a, b, c, d) = BlockQ8_0::vec_dot_4(
-                        n,
+                    let rows = [
                         self.row_blocks(r),
                         self.row_blocks(r + 1),
                         self.row_blocks(r + 2),
                         self.row_blocks(r + 3),
-                        x,
-                    );
-                    quad.copy_from_slice(&[a, b, c, d]);
+                    ];
+                    quad.copy_from_slice(&q8::dot4(rows, x));
                     r += 4;
                 }
                 for o in quads.into_remainder() {
-                    *o = BlockQ8_0::vec_dot(n, self.row_blocks(r), x);
+                    *o = q8::dot(self.row_blocks(r), x);
                     r += 1;
                 }
             });
@@ -95,18 +91,18 @@ impl Q8Matrix {
 
     /// Row `r` as f32 (an embedding lookup).
     pub(crate) fn row(&self, r: usize, out: &mut [f32]) {
-        BlockQ8_0::to_float(self.row_blocks(r), &mut out[..self.cols]);
+        q8::dequantize_into(self.row_blocks(r), &mut out[..self.cols]);
     }
 
     /// The whole matrix as an f32 tensor.
     fn dequantize(&self, device: &Device) -> candle_core::Result<Tensor> {
         let mut values = vec![0f32; self.rows * self.cols];
-        BlockQ8_0::to_float(&self.blocks, &mut values);
+        q8::dequantize_into(&self.blocks, &mut values);
         Tensor::from_vec(values, (self.rows, self.cols), device)
     }
 }
 
-/// A projection: Q8_0 weights, an optional f32 copy for many rows, an optional bias.
+/// A projection: 8-bit weights, an optional f32 copy for many rows, an optional bias.
 pub(crate) struct Linear {
     q8: std::sync::Arc<Q8Matrix>,
     dense: Option<Tensor>,
