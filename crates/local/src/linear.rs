@@ -2,8 +2,7 @@
 //! many rows at once as a dense f32 GEMM.
 //!
 //! Decoding multiplies one row: memory-bound, so it reads 8-bit weights (see [`crate::q8`])
-//! spread over rayon. Work stealing matters here: when the
-//! machine is busy, candle's own spinning thread pool stalls at every barrier (measured:
+//! spread over rayon. Work stealing matters here: when the machine is busy, candle's own spinning thread pool stalls at every barrier (measured:
 //! 3 tokens/s instead of 25 under a parallel build), while rayon lets the running thread
 //! take over chunks a descheduled one has not started. Prompt processing multiplies many
 //! rows: compute-bound, so it runs f32 weights through candle's GEMM, about five times
