@@ -545,21 +545,11 @@ impl Agent {
         focus: Option<&str>,
         sink: &mut dyn EventSink,
     ) -> Result<StepReport, AgentError> {
-        let size = self.compactor.measure(&self.history);
-        self.run_hook(
-            &HookEvent::PreCompact {
-                trigger: "manual".into(),
-                size,
-            },
-            sink,
-        )
-        .await;
-        let mut summarizer = self.summarizer();
-        let request = self.request.clone();
-        let report = tokio::task::block_in_place(|| {
-            self.compactor
-                .compact(&mut self.history, &request, &mut summarizer, focus)
-        });
+        let report = self
+            .compaction("manual", true, sink, |c, h, request, s| {
+                c.compact(h, request, s, focus)
+            })
+            .await;
         self.after_compaction(std::slice::from_ref(&report), sink)
             .await?;
         Ok(report)
@@ -569,23 +559,12 @@ impl Agent {
         &mut self,
         sink: &mut dyn EventSink,
     ) -> Result<whittle_context::PrepareOutcome, AgentError> {
-        let size = self.compactor.measure(&self.history);
-        if size > self.compactor.limits().context_limit {
-            self.run_hook(
-                &HookEvent::PreCompact {
-                    trigger: "auto".into(),
-                    size,
-                },
-                sink,
-            )
+        let over = self.compactor.measure(&self.history) > self.compactor.limits().context_limit;
+        let outcome = self
+            .compaction("auto", over, sink, |c, h, request, s| {
+                c.prepare(h, request, s)
+            })
             .await;
-        }
-        let mut summarizer = self.summarizer();
-        let request = self.request.clone();
-        let outcome = tokio::task::block_in_place(|| {
-            self.compactor
-                .prepare(&mut self.history, &request, &mut summarizer)
-        });
         self.after_compaction(&outcome.reports, sink).await?;
         Ok(outcome)
     }
@@ -594,24 +573,44 @@ impl Agent {
         &mut self,
         sink: &mut dyn EventSink,
     ) -> Result<StepReport, AgentError> {
-        let size = self.compactor.measure(&self.history);
-        self.run_hook(
-            &HookEvent::PreCompact {
-                trigger: "overflow".into(),
-                size,
-            },
-            sink,
-        )
-        .await;
-        let mut summarizer = self.summarizer();
-        let request = self.request.clone();
-        let report = tokio::task::block_in_place(|| {
-            self.compactor
-                .reactive_compact(&mut self.history, &request, &mut summarizer)
-        });
+        let report = self
+            .compaction("overflow", true, sink, |c, h, request, s| {
+                c.reactive_compact(h, request, s)
+            })
+            .await;
         self.after_compaction(std::slice::from_ref(&report), sink)
             .await?;
         Ok(report)
+    }
+
+    /// Runs one of the compactor's entry points with the session's
+    /// summarizer, after the PreCompact hook when `announce`. The pipeline is
+    /// synchronous and may block on the model, hence `block_in_place`.
+    async fn compaction<T>(
+        &mut self,
+        trigger: &str,
+        announce: bool,
+        sink: &mut dyn EventSink,
+        run: impl FnOnce(&mut Compactor, &mut History, &str, &mut ProviderSummarizer) -> T,
+    ) -> T {
+        if announce {
+            let size = self.compactor.measure(&self.history);
+            let event = HookEvent::PreCompact {
+                trigger: trigger.into(),
+                size,
+            };
+            self.run_hook(&event, sink).await;
+        }
+        let mut summarizer = self.summarizer();
+        let request = self.request.clone();
+        tokio::task::block_in_place(|| {
+            run(
+                &mut self.compactor,
+                &mut self.history,
+                &request,
+                &mut summarizer,
+            )
+        })
     }
 
     fn summarizer(&self) -> ProviderSummarizer {

@@ -104,6 +104,9 @@ pub enum LlmError {
         /// What was wrong.
         message: String,
     },
+    /// The embedded local model failed (bad file, engine error).
+    #[error("the local model failed: {0}")]
+    Local(String),
 }
 
 fn wait_hint(retry_after: Option<Duration>) -> String {

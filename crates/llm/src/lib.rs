@@ -41,6 +41,8 @@ mod collect;
 mod error;
 mod event;
 mod http;
+#[cfg(feature = "local")]
+mod local;
 pub mod models;
 pub mod openai;
 mod provider;
@@ -54,6 +56,8 @@ pub use anthropic::{AnthropicAuth, AnthropicConfig, AnthropicProvider};
 pub use collect::{Collector, ModelResponse, collect};
 pub use error::LlmError;
 pub use event::{EventStream, StopReason, StreamEvent, Usage};
+#[cfg(feature = "local")]
+pub use local::LocalProvider;
 pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, model_facts_with};
 pub use openai::{MaxTokensField, OpenAiConfig, OpenAiProvider};
 pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
