@@ -4,7 +4,7 @@ use crate::error::LocalError;
 use crate::gguf::Metadata;
 use crate::model::{Config, Transformer};
 use crate::prompt::{ChatRequest, template_messages};
-use crate::sampler::Sampler;
+use crate::sampler::{Sampler, penalize_repeats};
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
 use crate::tools::{Segment, ToolCallParser, segments_to_blocks};
@@ -14,6 +14,9 @@ use std::io::BufReader;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use whittle_context::Block;
+
+/// Recent tokens the repeat penalty looks at (llama.cpp's default).
+const REPEAT_WINDOW: usize = 64;
 
 /// Prompt tokens run through the model at once: bounds the attention scratch memory.
 const PREFILL_CHUNK: usize = 256;
@@ -27,6 +30,9 @@ pub struct GenerationParams {
     pub temperature: f32,
     /// Nucleus sampling: draw only from the likeliest tokens holding this much probability.
     pub top_p: f32,
+    /// Divides the logits of tokens among the last 64 (prompt or reply) by this (multiplies
+    /// negative ones), as llama.cpp does; 1.0 is off. Small models loop without it.
+    pub repeat_penalty: f32,
     /// Seed of the sampler. The same seed, model and prompt give the same reply from the
     /// same cache state: a fresh model, after [`LocalModel::reset_cache`], or the same
     /// sequence of calls. A prompt part reused from the cache was computed by another
@@ -35,12 +41,14 @@ pub struct GenerationParams {
 }
 
 impl Default for GenerationParams {
-    /// SmolLM2's recommended sampling (temperature 0.2, top-p 0.9), 1,024 tokens, seed 0.
+    /// SmolLM2's recommended sampling (temperature 0.2, top-p 0.9), llama.cpp's repeat
+    /// penalty (1.1), 1,024 tokens, seed 0.
     fn default() -> Self {
         GenerationParams {
             max_tokens: 1024,
             temperature: 0.2,
             top_p: 0.9,
+            repeat_penalty: 1.1,
             seed: 0,
         }
     }
@@ -335,6 +343,8 @@ impl LocalModel {
         let mut stop_reason = StopReason::MaxTokens;
         let vocab = self.tokenizer.vocab_size().min(logits.len());
         while completion_tokens < budget {
+            let recent = &self.cached[self.cached.len().saturating_sub(REPEAT_WINDOW)..];
+            penalize_repeats(&mut logits, recent, params.repeat_penalty);
             let Some(id) = sampler.sample(&logits[..vocab.min(logits.len())]) else {
                 return Err(LocalError::Inference(
                     "the model produced no usable logits".into(),

@@ -163,6 +163,9 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
         assert!(m[0].content.starts_with("Be brief.\n\n# Tools"));
         assert!(m[0].content.contains("\"name\":\"bash\""));
+        assert!(m[0].content.ends_with(
+            "For example:\n<tool_call>\n{\"name\":\"bash\",\"arguments\":{\"command\":\"...\"}}\n</tool_call>"
+        ));
         assert_eq!(
             m[2].content,
             "Sure.\n<tool_call>\n{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}\n</tool_call>"

@@ -19,6 +19,22 @@ impl SplitMix64 {
     }
 }
 
+/// Makes the tokens in `recent` less likely: positive logits divided by `penalty`,
+/// negative ones multiplied, each token once. A penalty of 1 (or not above 0) does nothing.
+pub(crate) fn penalize_repeats(logits: &mut [f32], recent: &[u32], penalty: f32) {
+    if !(penalty.is_finite() && penalty > 0.0) || penalty == 1.0 {
+        return;
+    }
+    let mut ids = recent.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        if let Some(l) = logits.get_mut(id as usize) {
+            *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+        }
+    }
+}
+
 /// Samples token ids from logits.
 pub(crate) struct Sampler {
     rng: SplitMix64,
@@ -105,6 +121,16 @@ mod tests {
         assert_eq!(s.sample(&[0.1, f32::NAN, 3.0, 2.0]), Some(2));
         assert_eq!(s.sample(&[f32::NAN]), None);
         assert_eq!(s.sample(&[]), None);
+    }
+
+    #[test]
+    fn repeats_are_penalized_once_each() {
+        let mut logits = vec![2.0, -2.0, 2.0, 1.0];
+        penalize_repeats(&mut logits, &[0, 1, 0, 9], 2.0);
+        assert_eq!(logits, [1.0, -4.0, 2.0, 1.0]);
+        penalize_repeats(&mut logits, &[0, 1], 1.0);
+        penalize_repeats(&mut logits, &[0, 1], f32::NAN);
+        assert_eq!(logits, [1.0, -4.0, 2.0, 1.0]);
     }
 
     #[test]

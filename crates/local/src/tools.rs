@@ -58,7 +58,44 @@ pub fn tools_prompt(tools: &[ToolSpec]) -> String {
          Then stop. Each result comes back in the next message as \
          <tool_response name=\"<tool name>\">...</tool_response>.",
     );
+    if let Some(first) = tools.first() {
+        // Small models follow an example far more often than a description.
+        out.push_str("\n\nFor example:\n");
+        out.push_str(&format_tool_call(
+            &first.name,
+            &example_arguments(&first.input_schema),
+        ));
+    }
     out
+}
+
+/// Placeholder arguments for a schema: its required properties (or its first three), each
+/// with a value of its type.
+fn example_arguments(schema: &Value) -> Value {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut args = Map::new();
+    for (name, property) in properties {
+        if (required.is_empty() && args.len() < 3) || required.contains(&name.as_str()) {
+            let value = match property.get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => json!(1),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                _ => json!("..."),
+            };
+            args.insert(name.clone(), value);
+        }
+    }
+    Value::Object(args)
 }
 
 /// How a tool call is written back into the history the model sees.

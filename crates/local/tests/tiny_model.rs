@@ -16,7 +16,7 @@ use whittle_local::{
 
 const N_EMBD: usize = 64;
 const N_FF: usize = 128;
-const WINDOW: usize = 512;
+const WINDOW: usize = 1024;
 const SMOLLM2_TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 const MERGES: &[&str] = &[
     "h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "Ġwor l", "Ġworl d", "u s", "e r",
@@ -333,6 +333,7 @@ fn fixed_seed_is_reproducible() {
         max_tokens: 24,
         temperature: 1.0,
         top_p: 0.95,
+        repeat_penalty: 1.0,
         seed: 7,
     };
     let prompt = "<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n";
@@ -373,6 +374,7 @@ fn extending_the_conversation_reuses_the_cache_and_matches_a_fresh_run() {
         max_tokens: 12,
         temperature: 0.0,
         top_p: 1.0,
+        repeat_penalty: 1.0,
         seed: 0,
     };
     let first = "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n";
@@ -458,6 +460,7 @@ fn prompts_that_do_not_fit_are_overflow_errors() {
         max_tokens: 1000,
         temperature: 0.0,
         top_p: 1.0,
+        repeat_penalty: 1.0,
         seed: 0,
     };
     // "aaa…" has no merges: one token per byte.
@@ -511,6 +514,7 @@ fn the_callback_can_stop_generation() {
         max_tokens: 50,
         temperature: 1.0,
         top_p: 1.0,
+        repeat_penalty: 1.0,
         seed: 3,
     };
     let mut pieces = 0;
@@ -562,6 +566,7 @@ fn qwen2_architecture_runs_with_biases_and_its_own_split() {
         max_tokens: 16,
         temperature: 0.8,
         top_p: 0.9,
+        repeat_penalty: 1.0,
         seed: 5,
     };
     let (a, _) = collect(&mut m, "hello", &params);
