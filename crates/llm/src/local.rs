@@ -105,19 +105,10 @@ fn run(
     })) {
         return;
     }
-    let tools: Vec<whittle_local::ToolSpec> = request
-        .tools
-        .iter()
-        .map(|t| whittle_local::ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-        })
-        .collect();
     let chat = ChatRequest {
         system: &request.system,
         messages: &request.messages,
-        tools: &tools,
+        tools: &request.tools,
     };
     let mut text_open = false;
     let result = model.complete(&chat, params, &mut |text| {

@@ -26,16 +26,7 @@ pub const TOOL_CALL_OPEN: &str = "<tool_call>";
 /// Closes a tool call in model output.
 pub const TOOL_CALL_CLOSE: &str = "</tool_call>";
 
-/// A tool the model may call: the same three fields every provider sends.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolSpec {
-    /// The name the model calls it by.
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON Schema of its arguments.
-    pub input_schema: Value,
-}
+pub use whittle_context::ToolSpec;
 
 /// The system-prompt section that lists the tools and teaches the call syntax.
 pub fn tools_prompt(tools: &[ToolSpec]) -> String {
