@@ -342,6 +342,7 @@ impl Agent {
         self.usage.output = state.usage[1];
         self.usage.cache_read = state.usage[2];
         self.usage.cache_write = state.usage[3];
+        self.usage.calls = state.calls;
         if state.repairs > 0
             && let Some(repair) = self.history.last().cloned()
         {

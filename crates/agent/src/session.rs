@@ -46,6 +46,18 @@ pub enum SessionFileError {
     /// No session with that id (or none at all).
     #[error("no session {0} in .whittle/sessions (see /sessions)")]
     NotFound(String),
+    /// An id prefix that several sessions share.
+    #[error(
+        "session id {prefix} matches {count} sessions ({ids}); give more of the id (see /sessions)"
+    )]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// How many sessions it matches.
+        count: usize,
+        /// The sessions it matches.
+        ids: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionFileError + '_ {
@@ -169,11 +181,26 @@ pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionFile
             .next()
             .map(|s| s.path)
             .ok_or_else(|| SessionFileError::NotFound("to continue".into())),
-        Some(id) => sessions
-            .into_iter()
-            .find(|s| s.id == id || s.id.starts_with(id))
-            .map(|s| s.path)
-            .ok_or_else(|| SessionFileError::NotFound(id.into())),
+        Some(id) => {
+            if let Some(exact) = sessions.iter().find(|s| s.id == id) {
+                return Ok(exact.path.clone());
+            }
+            let matching: Vec<&SessionInfo> =
+                sessions.iter().filter(|s| s.id.starts_with(id)).collect();
+            match matching.as_slice() {
+                [one] => Ok(one.path.clone()),
+                [] => Err(SessionFileError::NotFound(id.into())),
+                many => Err(SessionFileError::Ambiguous {
+                    prefix: id.into(),
+                    count: many.len(),
+                    ids: many
+                        .iter()
+                        .map(|s| s.id.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }),
+            }
+        }
     }
 }
 

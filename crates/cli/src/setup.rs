@@ -4,12 +4,11 @@
 use crate::args::{AgentArgs, Preset};
 use crate::config::{DEFAULT_MAX_TOKENS_CAP, Env, Settings};
 use crate::providers::{Connection, choose_model, connect};
-use anyhow::bail;
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
     Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, find_session,
-    list_sessions, system_prompt,
+    system_prompt,
 };
 use whittle_context::{Limits, TokenBudget};
 use whittle_llm::{ModelSpec, model_facts_with};
@@ -146,21 +145,7 @@ pub fn open(
 fn session_to_resume(settings: &Settings, args: &AgentArgs) -> anyhow::Result<Option<PathBuf>> {
     let dir = settings.state_dir().join("sessions");
     Ok(match (&args.resume, args.continue_session) {
-        (Some(id), _) => {
-            let matching: Vec<String> = list_sessions(&dir)
-                .into_iter()
-                .map(|s| s.id)
-                .filter(|s| s.starts_with(id.as_str()))
-                .collect();
-            if matching.len() > 1 && !matching.contains(id) {
-                bail!(
-                    "session id {id} matches {} sessions ({}); give more of the id (see /sessions)",
-                    matching.len(),
-                    matching.join(", ")
-                );
-            }
-            Some(find_session(&dir, Some(id))?)
-        }
+        (Some(id), _) => Some(find_session(&dir, Some(id))?),
         (None, true) => Some(find_session(&dir, None).map_err(|_| {
             anyhow::anyhow!(
                 "no session to continue in {} (start one without --continue)",

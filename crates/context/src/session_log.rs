@@ -106,6 +106,8 @@ pub struct SessionState {
     pub repairs: usize,
     /// Sum of the usage records: input, output, cache read, cache write tokens.
     pub usage: [u64; 4],
+    /// Model calls (usage records).
+    pub calls: u64,
 }
 
 /// Why a session log could not be read.
@@ -192,6 +194,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 cache_read_tokens,
                 cache_write_tokens,
             } => {
+                state.calls += 1;
                 for (sum, n) in state.usage.iter_mut().zip([
                     input_tokens,
                     output_tokens,
