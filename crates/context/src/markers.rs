@@ -78,6 +78,15 @@ pub fn saved_path(result: &ToolResult, store: &Store) -> Option<PathBuf> {
     store.trusted_path(candidate)
 }
 
+/// Whether a result's content is one of compaction's markers, judged by its
+/// text alone: cheap, for hints such as the cache anchor, never for trust
+/// (see [`saved_path`]).
+pub fn looks_saved(result: &ToolResult) -> bool {
+    result.content_str().is_some_and(|t| {
+        is_saved_placeholder(t) || (t.starts_with(PERSISTED_OPEN) && t.ends_with(PERSISTED_CLOSE))
+    })
+}
+
 /// Whether the content is a micro_compact placeholder (any path).
 pub fn is_saved_placeholder(text: &str) -> bool {
     text.starts_with(SAVED_OPEN) && text.ends_with(']') && !text.contains('\n')

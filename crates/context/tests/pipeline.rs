@@ -385,3 +385,35 @@ fn micro_compact_acts_only_in_steps_of_at_least_clear_at_least() {
     assert!(report.before - report.after >= limits.clear_at_least);
     assert_eq!(report.changed, 11);
 }
+
+#[test]
+fn the_cache_anchor_stops_before_what_compaction_will_change_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path());
+    let mut h = History::new(vec![Message::user("task")]);
+    for i in 0..6 {
+        h.push(read_call(&format!("t{i}"), "f"));
+        h.push(result(&format!("t{i}"), file_text(i, 15_000)));
+    }
+    h.push(Message::assistant("thinking"));
+    h.push(Message::user("go on"));
+    // Nothing replaced yet: the first result (message 2) is the next change.
+    h.mark();
+    assert_eq!(c.cache_anchor(&h), Some(2));
+    let outcome = c.prepare(&mut h, "task", &mut Recording::default());
+    assert_eq!(outcome.reports[0].step, Step::MicroCompact);
+    // Right after the edit, only what came before it is still cached.
+    assert_eq!(c.cache_anchor(&h), Some(2));
+    // Once sent, the anchor moves past the placeholders to the next result.
+    h.mark();
+    let next = c.cache_anchor(&h).unwrap();
+    assert!(next > 2);
+    let first_whole = h.messages()[next].tool_results().next().unwrap();
+    assert!(!is_saved_placeholder(first_whole.content_str().unwrap()));
+    assert!(
+        h.messages()[..next]
+            .iter()
+            .flat_map(Message::tool_results)
+            .all(|r| is_saved_placeholder(r.content_str().unwrap()))
+    );
+}

@@ -3,7 +3,7 @@
 use super::{Ctx, Outcome, Step, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::markers::{
-    archive_marker, is_archive_marker, persisted_output, saved_path, saved_placeholder,
+    archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path, saved_placeholder,
 };
 use crate::message::{Block, Role, ToolResult};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
@@ -225,21 +225,17 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
 /// before this point is read back from the cache instead of written again.
 /// `None` when that prefix is empty or is the whole history.
 pub fn cache_anchor(history: &History, cx: &Ctx) -> Option<usize> {
-    let first_replaceable = history
-        .tool_result_refs()
-        .into_iter()
-        .find(|at| {
-            history
-                .block(*at)
-                .and_then(Block::as_tool_result)
-                .is_some_and(|r| {
-                    r.content_chars() > cx.limits.placeholder_floor_chars
-                        && saved_path(r, cx.store).is_none()
-                })
+    // Runs before every request: text checks only, and only up to the
+    // unchanged prefix, since the anchor is never past it.
+    let unchanged = history.unchanged_prefix();
+    let first_replaceable = history.messages()[..unchanged]
+        .iter()
+        .position(|m| {
+            m.tool_results()
+                .any(|r| !looks_saved(r) && r.content_chars() > cx.limits.placeholder_floor_chars)
         })
-        .map_or(history.len(), |at| at.message);
-    let anchor = first_replaceable.min(history.unchanged_prefix());
-    (anchor > 0 && anchor < history.len()).then_some(anchor)
+        .unwrap_or(unchanged);
+    (first_replaceable > 0 && first_replaceable < history.len()).then_some(first_replaceable)
 }
 
 /// The smallest size (meter units) micro_compact and fit_tool_results could
