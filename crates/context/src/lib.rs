@@ -44,7 +44,7 @@ pub use history::{BlockRef, History};
 pub use limits::{Limits, TokenBudget};
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
-    ToolResultContent, ToolSpec, ToolUse, json_chars,
+    ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
 };
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use pipeline::{

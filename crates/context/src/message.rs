@@ -603,6 +603,19 @@ impl io::Write for CharCounter {
     }
 }
 
+/// What kind of JSON value this is, with its article ("a string", "an
+/// object", "null"), for one-line errors about malformed input.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Characters of `value`'s compact JSON serialization, without allocating it.
 ///
 /// This is the crate's one measure of size in characters; everything else

@@ -398,7 +398,7 @@ fn unknown_or_unsupported_content_is_a_clear_error() {
             "number.json",
             "42".into(),
             |e| matches!(e, ImportError::UnknownFormat { .. }),
-            "lone JSON number",
+            "lone JSON value (a number)",
         ),
         (
             "object.json",

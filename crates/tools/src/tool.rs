@@ -144,20 +144,9 @@ pub(crate) fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Resu
     if !input.is_object() {
         return Err(ToolOutput::error(format!(
             "invalid input for {tool}: expected a JSON object, got {}",
-            json_kind(&input)
+            whittle_context::json_kind(&input)
         )));
     }
     serde_json::from_value(input)
         .map_err(|e| ToolOutput::error(format!("invalid input for {tool}: {e}")))
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

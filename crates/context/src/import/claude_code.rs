@@ -31,6 +31,7 @@ use super::draft::{Draft, Mark};
 use super::error::one_line;
 use super::jsonl::{Line, Lines};
 use super::{Conversation, Format, ImportError, finish};
+use crate::message::json_kind;
 use crate::message::{Block, Content, Role};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -85,7 +86,7 @@ pub(crate) fn import(
         let Value::Object(event) = value else {
             return Err(bad(
                 number,
-                format!("expected an event object, found {}", kind(&value)),
+                format!("expected an event object, found {}", json_kind(&value)),
             ));
         };
         if !event.get("type").is_some_and(Value::is_string) {
@@ -145,17 +146,6 @@ pub(crate) fn import(
         )?);
     }
     Ok(conversations)
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The agent of every event: the session's own, a named subagent, or, for
@@ -248,7 +238,12 @@ fn read_event(reader: &mut Reader, event: &Map<String, Value>) -> Result<(), Str
 fn message_content(event: &Map<String, Value>) -> Result<Content, String> {
     let message = match event.get("message") {
         Some(Value::Object(m)) => m,
-        Some(other) => return Err(format!("\"message\" is {}, not an object", kind(other))),
+        Some(other) => {
+            return Err(format!(
+                "\"message\" is {}, not an object",
+                json_kind(other)
+            ));
+        }
         None => return Err("the event has no \"message\"".into()),
     };
     match message.get("content") {
@@ -260,14 +255,14 @@ fn message_content(event: &Map<String, Value>) -> Result<Content, String> {
                 Value::Object(_) => Ok(Block::from_value(item.clone())),
                 other => Err(format!(
                     "message.content[{i}] is {}, not a content block object",
-                    kind(other)
+                    json_kind(other)
                 )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Content::Blocks),
         Some(other) => Err(format!(
             "message.content is {}, not a string or an array",
-            kind(other)
+            json_kind(other)
         )),
         None => Err(format!(
             "the {} event's message has no \"content\"",

@@ -174,7 +174,12 @@ fn import_document(
     let object = match value {
         Value::Array(messages) => return Ok(vec![openai::import(path, id, "", &messages)?]),
         Value::Object(object) => object,
-        other => return Err(unknown(format!("a lone JSON {}", json_kind(&other)))),
+        other => {
+            return Err(unknown(format!(
+                "a lone JSON value ({})",
+                crate::message::json_kind(&other)
+            )));
+        }
     };
     if let Some(format) = object.get("trajectory_format") {
         return match format.as_str() {
@@ -282,17 +287,6 @@ fn import_whittle_session(
         compaction_boundaries: Vec::new(),
         repairs: 0,
     }])
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// The id of the conversation a file holds; see [`Conversation::id`].
