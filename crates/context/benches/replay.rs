@@ -10,7 +10,10 @@ use whittle_context::import::import_tree;
 use whittle_context::replay::{Policy, ReplayConfig, StandInSummarizer, replay_conversation};
 
 fn bench(c: &mut Criterion) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    // At run time: a shared target dir may hold a binary built in another clone.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let root = manifest.join("../../../shared/traces");
     let conversations: Vec<_> = import_tree(&root)
         .into_iter()
         .filter_map(|f| f.result.ok())

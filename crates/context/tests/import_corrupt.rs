@@ -8,6 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::shared_traces as traces;
+
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -16,16 +20,6 @@ use std::sync::OnceLock;
 use tempfile::TempDir;
 use whittle_context::import::{Conversation, ImportError, import_path};
 use whittle_context::validate;
-
-fn traces() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    assert!(
-        dir.join("claude-code").is_dir() && dir.join("mini-swe-agent").is_dir(),
-        "the shared traces are missing: expected claude-code/ and mini-swe-agent/ in {}",
-        dir.display()
-    );
-    dir
-}
 
 /// A real file small enough to corrupt many times: (name, bytes, is JSONL).
 type Sample = (String, Vec<u8>, bool);

@@ -15,22 +15,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::shared_traces as traces;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use whittle_context::import::{Conversation, Format, import_path, import_tree, trace_files};
 use whittle_context::{Block, Content, Message, Role, validate};
-
-fn traces() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    assert!(
-        dir.join("claude-code").is_dir() && dir.join("mini-swe-agent").is_dir(),
-        "the shared traces are missing: expected claude-code/ and mini-swe-agent/ in {}",
-        dir.display()
-    );
-    dir
-}
 
 /// Compaction boundaries as (index, trigger, preTokens).
 type Boundaries = &'static [(usize, &'static str, u64)];

@@ -4,20 +4,13 @@
 //! costs no more than `none`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
+use common::shared_traces as traces;
+
 use whittle_context::replay::{
     Policy, ReplayConfig, StandInSummarizer, render_table, replay_paths,
 };
-
-fn traces() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    assert!(
-        p.is_dir(),
-        "the shared traces are missing at {}",
-        p.display()
-    );
-    p
-}
 
 #[test]
 fn every_policy_on_every_shared_trace_keeps_the_invariants() {
