@@ -187,16 +187,27 @@ impl HttpCall {
     }
 }
 
-/// `retry-after-ms` (Anthropic) or `retry-after` in seconds; HTTP dates are ignored.
+/// `retry-after-ms` (Anthropic), else `retry-after` as seconds or as an HTTP
+/// date (RFC 9110 allows both; a date in the past means now).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let number = |name: &str| -> Option<f64> {
-        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
-        (v.is_finite() && v >= 0.0).then_some(v)
+    retry_after_at(headers, std::time::SystemTime::now())
+}
+
+fn retry_after_at(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
+    let seconds = |v: &str| -> Option<f64> {
+        let v: f64 = v.parse().ok()?;
+        (0.0..1e9).contains(&v).then_some(v)
     };
-    if let Some(ms) = number("retry-after-ms") {
+    if let Some(ms) = text("retry-after-ms").and_then(seconds) {
         return Some(Duration::from_secs_f64(ms / 1000.0));
     }
-    number("retry-after").map(Duration::from_secs_f64)
+    let value = text("retry-after")?;
+    if let Some(s) = seconds(value) {
+        return Some(Duration::from_secs_f64(s));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Turns one provider's server-sent events into [`StreamEvent`]s.
@@ -266,6 +277,16 @@ mod tests {
             "retry-after",
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
+        let date = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let before = date - Duration::from_secs(90);
+        assert_eq!(retry_after_at(&h, before), Some(Duration::from_secs(90)));
+        assert_eq!(
+            retry_after_at(&h, date + Duration::from_secs(5)),
+            Some(Duration::ZERO)
+        );
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("1e300"));
         assert_eq!(retry_after(&h), None);
         h.insert("retry-after", HeaderValue::from_static("-3"));
         assert_eq!(retry_after(&h), None);
