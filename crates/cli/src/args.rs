@@ -40,6 +40,8 @@ Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.t
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
 auto_compact_fraction, reserved_output_tokens, [[hooks]] and [models.\"NAME\"].
+A folder's own config may add hooks, allow rules or a laxer permission_mode only
+once the folder is trusted: the REPL asks, or pass --trust-project.
 
 In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
 /sessions, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
@@ -113,6 +115,11 @@ pub struct AgentArgs {
     /// The workspace folder (default: the current folder).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+
+    /// Apply this folder's .whittle/config.toml in full for this run, hooks,
+    /// allow rules and permission_mode included, without remembering it.
+    #[arg(long)]
+    pub trust_project: bool,
 
     /// Continue the newest session in this workspace.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]

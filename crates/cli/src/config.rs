@@ -3,6 +3,7 @@
 //! `WHITTLE_MODEL`, then the command line.
 
 use crate::args::{AgentArgs, Preset};
+use crate::trust::{self, Widening};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -93,6 +94,9 @@ pub struct Settings {
     pub reserved_output_tokens: Option<u64>,
     /// The config files that were read, in order.
     pub files: Vec<PathBuf>,
+    /// What the project config asked for and did not get: the folder is not
+    /// trusted.
+    pub withheld: Option<Widening>,
 }
 
 impl Settings {
@@ -112,22 +116,41 @@ pub fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
         .map(|dir| dir.join("whittle").join("config.toml"))
 }
 
+/// Asked when a folder's own config would widen what runs and the folder is
+/// not trusted yet; `true` trusts it from now on.
+pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
+
 /// Resolves the workspace and every setting from files, `env` and `args`.
-pub fn load(args: &AgentArgs, env: Env<'_>) -> anyhow::Result<Settings> {
+/// What the project config would widen applies only in a trusted folder
+/// (see [`crate::trust`]); `ask` may make it trusted, else it is withheld and
+/// named in [`Settings::withheld`].
+pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow::Result<Settings> {
     let workspace = workspace(args.cwd.as_deref())?;
     let mut layers = Vec::new();
-    for path in [
-        user_config_path(env),
-        Some(workspace.join(".whittle").join("config.toml")),
-    ]
-    .into_iter()
-    .flatten()
+    if let Some(path) = user_config_path(env)
+        && let Some(config) = read_file_config(&path)?
     {
-        if let Some(config) = read_file_config(&path)? {
-            layers.push((path, config));
-        }
+        layers.push((path, config));
     }
-    resolve(workspace, layers, args, env)
+    let mut withheld = None;
+    let project = workspace.join(".whittle").join("config.toml");
+    if let Some(mut config) = read_file_config(&project)? {
+        if let Some(w) = Widening::of(&project, &config)
+            && !args.trust_project
+            && !trust::is_trusted(env, &workspace)
+        {
+            if ask.is_some_and(|ask| ask(&w)) {
+                trust::remember(env, &workspace)?;
+            } else {
+                Widening::withhold(&mut config);
+                withheld = Some(w);
+            }
+        }
+        layers.push((project, config));
+    }
+    let mut settings = resolve(workspace, layers, args, env)?;
+    settings.withheld = withheld;
+    Ok(settings)
 }
 
 fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
@@ -228,6 +251,7 @@ pub fn resolve(
         auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
         reserved_output_tokens: None,
         files: Vec::new(),
+        withheld: None,
     };
     for (path, c) in layers {
         let source = path.display().to_string();

@@ -15,6 +15,7 @@ mod replay_cmd;
 mod setup;
 mod slash;
 mod style;
+mod trust;
 
 use args::{Cli, Command, ModelCommand};
 use clap::Parser;
@@ -55,7 +56,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {}
     }
     let args = cli.agent;
-    let settings = config::load(&args, &env)?;
+    let interactive = args.prompt.is_none() && std::io::stdin().is_terminal();
+    let ask: Option<config::AskTrust<'_>> = interactive.then_some(&trust::ask_at_terminal);
+    let settings = config::load(&args, &env, ask)?;
+    if let Some(w) = &settings.withheld {
+        let style = Style::detect(std::io::stderr().is_terminal());
+        render::err_line(&style.dim(&w.ignored_notice()));
+    }
     let rt = runtime()?;
     match &args.prompt {
         Some(prompt) => {

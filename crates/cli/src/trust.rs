@@ -1,0 +1,192 @@
+//! Trusting a folder's own config. `.whittle/config.toml` comes with the
+//! code, so a cloned repository could otherwise make whittle run its hook
+//! commands or skip the permission questions. Those keys apply only in a
+//! folder the person trusted: answered yes at the REPL (remembered), or
+//! `--trust-project` for one run.
+
+use crate::config::{Env, FileConfig, user_config_path};
+use anyhow::Context;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use whittle_tools::PermissionMode;
+
+/// What a project config would add beyond the defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Widening {
+    /// The project config file.
+    pub path: PathBuf,
+    /// Hook commands it defines.
+    pub hooks: usize,
+    /// Allow rules it adds.
+    pub allow: usize,
+    /// A permission mode that asks less than `default`.
+    pub permission_mode: Option<PermissionMode>,
+}
+
+impl Widening {
+    /// What a project config asks for, if it asks for more than the defaults.
+    pub fn of(path: &Path, config: &FileConfig) -> Option<Widening> {
+        let permission_mode = config.permission_mode.filter(|m| asks_less(*m));
+        let w = Widening {
+            path: path.to_path_buf(),
+            hooks: config.hooks.len(),
+            allow: config.allow.len(),
+            permission_mode,
+        };
+        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some()).then_some(w)
+    }
+
+    /// Removes what [`Widening::of`] found from `config`; the rest (model,
+    /// limits, prompt text) still applies.
+    pub fn withhold(config: &mut FileConfig) {
+        config.hooks.clear();
+        config.allow.clear();
+        if config.permission_mode.is_some_and(asks_less) {
+            config.permission_mode = None;
+        }
+    }
+
+    /// "2 hooks (commands it runs), 1 allow rule, permission_mode yolo".
+    pub fn describe(&self) -> String {
+        let plural = |n: usize, one: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {one}s"),
+        };
+        let mut parts = Vec::new();
+        if self.hooks > 0 {
+            parts.push(format!("{} (commands it runs)", plural(self.hooks, "hook")));
+        }
+        if self.allow > 0 {
+            parts.push(plural(self.allow, "allow rule"));
+        }
+        if let Some(m) = self.permission_mode {
+            parts.push(format!("permission_mode {m}"));
+        }
+        parts.join(", ")
+    }
+
+    /// The one line said when these keys were ignored.
+    pub fn ignored_notice(&self) -> String {
+        format!(
+            "note: ignoring {} from {}: this folder is not trusted (say yes when the REPL asks, or pass --trust-project)",
+            self.describe(),
+            self.path.display()
+        )
+    }
+}
+
+/// Modes that ask fewer questions than `default`.
+fn asks_less(mode: PermissionMode) -> bool {
+    matches!(mode, PermissionMode::AcceptEdits | PermissionMode::Yolo)
+}
+
+/// Where trusted folders are remembered: `trusted-folders` next to the user
+/// config, one absolute path per line.
+pub fn trusted_folders_path(env: Env<'_>) -> Option<PathBuf> {
+    user_config_path(env).map(|p| p.with_file_name("trusted-folders"))
+}
+
+/// Whether the person trusted `workspace` (an absolute, canonical path).
+pub fn is_trusted(env: Env<'_>, workspace: &Path) -> bool {
+    let Some(path) = trusted_folders_path(env) else {
+        return false;
+    };
+    std::fs::read_to_string(path)
+        .map(|text| text.lines().any(|l| Path::new(l) == workspace))
+        .unwrap_or(false)
+}
+
+/// Remembers that the person trusts `workspace`.
+pub fn remember(env: Env<'_>, workspace: &Path) -> anyhow::Result<()> {
+    let path = trusted_folders_path(env)
+        .context("cannot remember the trusted folder: neither XDG_CONFIG_HOME nor HOME is set")?;
+    let Some(text) = workspace.to_str().filter(|t| !t.contains('\n')) else {
+        anyhow::bail!(
+            "cannot remember {} as trusted: the path is not plain text",
+            workspace.display()
+        );
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    writeln!(file, "{text}").with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Asks at the terminal whether to trust the folder; anything but yes is no.
+pub fn ask_at_terminal(w: &Widening) -> bool {
+    eprint!(
+        "{} adds {}. Trust this folder and apply them? [y/N] ",
+        w.path.display(),
+        w.describe()
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_file_config;
+
+    #[test]
+    fn only_widening_keys_count_and_only_they_are_withheld() {
+        let path = Path::new("/w/.whittle/config.toml");
+        let mild = parse_file_config(
+            "model = \"openai:gpt-5\"\npermission_mode = \"read-only\"\nmax_turns = 3\n",
+        )
+        .unwrap();
+        assert_eq!(Widening::of(path, &mild), None);
+        let mut wide = parse_file_config(
+            r#"
+model = "openai:gpt-5"
+permission_mode = "yolo"
+allow = ["edit_file", "bash(make*)"]
+[[hooks]]
+event = "PreToolUse"
+command = "true"
+"#,
+        )
+        .unwrap();
+        let w = Widening::of(path, &wide).unwrap();
+        assert_eq!((w.hooks, w.allow), (1, 2));
+        assert_eq!(w.permission_mode, Some(PermissionMode::Yolo));
+        assert_eq!(
+            w.describe(),
+            "1 hook (commands it runs), 2 allow rules, permission_mode yolo"
+        );
+        assert!(w.ignored_notice().contains("/w/.whittle/config.toml"));
+        Widening::withhold(&mut wide);
+        assert_eq!(Widening::of(path, &wide), None);
+        assert!(wide.model.is_some());
+        let mut strict = mild;
+        Widening::withhold(&mut strict);
+        assert_eq!(strict.permission_mode, Some(PermissionMode::ReadOnly));
+    }
+
+    #[test]
+    fn remembered_folders_are_trusted_and_others_not() {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path().to_string_lossy().into_owned();
+        let env = move |k: &str| (k == "XDG_CONFIG_HOME").then(|| root.clone());
+        let a = Path::new("/projects/a");
+        assert!(!is_trusted(&env, a));
+        remember(&env, a).unwrap();
+        remember(&env, Path::new("/projects/b")).unwrap();
+        assert!(is_trusted(&env, a));
+        assert!(!is_trusted(&env, Path::new("/projects")));
+        assert!(!is_trusted(&env, Path::new("/projects/a/sub")));
+        assert!(remember(&env, Path::new("/bad\nline")).is_err());
+        let nowhere = |_: &str| None;
+        assert!(!is_trusted(&nowhere, a));
+        assert!(remember(&nowhere, a).is_err());
+    }
+}
