@@ -462,7 +462,10 @@ impl Agent {
             if calls >= self.config.max_turns {
                 return Ok(TurnOutcome::MaxTurns);
             }
-            let outcome = self.prepare(sink).await?;
+            let outcome = self.prepare(sink, cancel).await?;
+            if cancel.is_cancelled() {
+                return Ok(TurnOutcome::Cancelled);
+            }
             if outcome.should_stop() {
                 return Err(AgentError::ContextSpiral {
                     after: outcome.after,
@@ -487,7 +490,10 @@ impl Agent {
                         // The meter underestimated: learn the real size.
                         self.compactor.meter_mut().observe(&self.history, t);
                     }
-                    let report = self.reactive_compact(sink).await?;
+                    let report = self.reactive_compact(sink, cancel).await?;
+                    if cancel.is_cancelled() {
+                        return Ok(TurnOutcome::Cancelled);
+                    }
                     if !report.applied() {
                         return Err(AgentError::Overflow {
                             message,
@@ -535,19 +541,21 @@ impl Agent {
                 return Ok(TurnOutcome::Cancelled);
             }
             if let Some(focus) = compact {
-                self.compact(focus.as_deref(), sink).await?;
+                self.compact(focus.as_deref(), sink, cancel).await?;
             }
         }
     }
 
-    /// `/compact [focus]` and the `compact` tool: summarize now.
+    /// `/compact [focus]` and the `compact` tool: summarize now. `cancel`
+    /// abandons the summary call, leaving the history as it was.
     pub async fn compact(
         &mut self,
         focus: Option<&str>,
         sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
     ) -> Result<StepReport, AgentError> {
         let report = self
-            .compaction("manual", true, sink, |c, h, request, s| {
+            .compaction("manual", true, sink, cancel, |c, h, request, s| {
                 c.compact(h, request, s, focus)
             })
             .await;
@@ -559,10 +567,11 @@ impl Agent {
     async fn prepare(
         &mut self,
         sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
     ) -> Result<whittle_context::PrepareOutcome, AgentError> {
         let over = self.compactor.measure(&self.history) > self.compactor.limits().context_limit;
         let outcome = self
-            .compaction("auto", over, sink, |c, h, request, s| {
+            .compaction("auto", over, sink, cancel, |c, h, request, s| {
                 c.prepare(h, request, s)
             })
             .await;
@@ -573,9 +582,10 @@ impl Agent {
     async fn reactive_compact(
         &mut self,
         sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
     ) -> Result<StepReport, AgentError> {
         let report = self
-            .compaction("overflow", true, sink, |c, h, request, s| {
+            .compaction("overflow", true, sink, cancel, |c, h, request, s| {
                 c.reactive_compact(h, request, s)
             })
             .await;
@@ -592,6 +602,7 @@ impl Agent {
         trigger: &str,
         announce: bool,
         sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
         run: impl FnOnce(&mut Compactor, &mut History, &str, &mut ProviderSummarizer) -> T,
     ) -> T {
         if announce {
@@ -602,7 +613,7 @@ impl Agent {
             };
             self.run_hook(&event, sink).await;
         }
-        let mut summarizer = self.summarizer();
+        let mut summarizer = self.summarizer().with_cancel(cancel.clone());
         let request = self.request.clone();
         tokio::task::block_in_place(|| {
             run(

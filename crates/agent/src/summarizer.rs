@@ -1,6 +1,7 @@
 //! Summaries for compaction, made by the session's own model.
 
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use whittle_context::summarize::{
     CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer, SummaryInput,
 };
@@ -19,6 +20,7 @@ pub struct ProviderSummarizer {
     system: String,
     tools: Vec<ToolSpec>,
     max_tokens: u32,
+    cancel: CancellationToken,
 }
 
 impl ProviderSummarizer {
@@ -36,7 +38,15 @@ impl ProviderSummarizer {
             system: system.into(),
             tools,
             max_tokens,
+            cancel: CancellationToken::new(),
         }
+    }
+
+    /// Gives up on the call when `cancel` fires (Ctrl-C during a long
+    /// summary); the compaction then fails and leaves the history as it was.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
@@ -82,9 +92,18 @@ impl Summarizer for ProviderSummarizer {
             ));
         }
         let provider = self.provider.clone();
+        let cancel = self.cancel.clone();
         let result = tokio::task::block_in_place(|| {
-            handle.block_on(async move { complete(provider.as_ref(), request).await })
+            handle.block_on(async move {
+                tokio::select! {
+                    result = complete(provider.as_ref(), request) => Some(result),
+                    () = cancel.cancelled() => None,
+                }
+            })
         });
+        let Some(result) = result else {
+            return Err(SummarizeError::Failed("cancelled".into()));
+        };
         match result {
             Ok(response) => {
                 debug_assert_eq!(response.message.role(), Role::Assistant);

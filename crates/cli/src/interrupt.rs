@@ -4,6 +4,7 @@
 use crate::render::err_line;
 use std::sync::{Arc, Mutex};
 use whittle_agent::{Agent, AgentError, EventSink, TurnOutcome};
+use whittle_context::StepReport;
 use whittle_tools::CancellationToken;
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -41,23 +42,38 @@ pub async fn run_turn(
     slot: &CancelSlot,
 ) -> Result<TurnOutcome, AgentError> {
     let cancel = slot.renew();
-    let turn = agent.run_turn(input, sink, &cancel);
-    tokio::pin!(turn);
-    loop {
-        tokio::select! {
-            outcome = &mut turn => return outcome,
-            signal = tokio::signal::ctrl_c() => {
-                if signal.is_err() {
-                    // No signal handling here: just let the turn finish.
-                    return turn.await;
-                }
-                if cancel.is_cancelled() {
-                    err_line("");
-                    std::process::exit(i32::from(CANCELLED_EXIT));
-                }
-                err_line("\ncancelling... (Ctrl-C again to quit)");
-                cancel.cancel();
-            }
+    until_done_or_ctrl_c(&cancel, agent.run_turn(input, sink, &cancel)).await
+}
+
+/// `/compact [focus]`; Ctrl-C abandons the summary and keeps the history.
+pub async fn compact(
+    agent: &mut Agent,
+    focus: Option<&str>,
+    sink: &mut dyn EventSink,
+    slot: &CancelSlot,
+) -> Result<StepReport, AgentError> {
+    let cancel = slot.renew();
+    until_done_or_ctrl_c(&cancel, agent.compact(focus, sink, &cancel)).await
+}
+
+/// Awaits `work` while a separate task turns Ctrl-C into `cancel`: the
+/// work may block its own thread (a summary inside compaction does), so the
+/// signal must be watched elsewhere.
+async fn until_done_or_ctrl_c<T>(cancel: &CancellationToken, work: impl Future<Output = T>) -> T {
+    let watcher = tokio::spawn(cancel_on_ctrl_c(cancel.clone()));
+    let out = work.await;
+    watcher.abort();
+    out
+}
+
+async fn cancel_on_ctrl_c(cancel: CancellationToken) {
+    // Without signal handling the work just runs to the end.
+    while tokio::signal::ctrl_c().await.is_ok() {
+        if cancel.is_cancelled() {
+            err_line("");
+            std::process::exit(i32::from(CANCELLED_EXIT));
         }
+        err_line("\ncancelling... (Ctrl-C again to quit)");
+        cancel.cancel();
     }
 }

@@ -7,7 +7,7 @@
 use crate::approve::TerminalApprover;
 use crate::args::AgentArgs;
 use crate::config::{Env, Settings};
-use crate::interrupt::{CancelSlot, run_turn};
+use crate::interrupt::{self, CancelSlot, run_turn};
 use crate::render::{Renderer, one_line, out_line};
 use crate::setup::{self, Session};
 use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
@@ -182,7 +182,7 @@ pub fn run(
             continue;
         }
         if let Some(command) = SlashCommand::parse(&text) {
-            if slash(rt, &mut session, &mut renderer, settings, command) == Flow::Quit {
+            if slash(rt, &mut session, &mut renderer, settings, &slot, command) == Flow::Quit {
                 break;
             }
             continue;
@@ -224,6 +224,7 @@ fn slash(
     session: &mut Session,
     renderer: &mut Renderer,
     settings: &Settings,
+    slot: &CancelSlot,
     command: SlashCommand,
 ) -> Flow {
     let agent = &mut session.agent;
@@ -256,7 +257,12 @@ fn slash(
                 renderer.error(&one_line(&format!("{e:#}")));
                 return Flow::Continue;
             }
-            let result = rt.block_on(session.agent.compact(focus.as_deref(), renderer));
+            let result = rt.block_on(interrupt::compact(
+                &mut session.agent,
+                focus.as_deref(),
+                renderer,
+                slot,
+            ));
             match result {
                 Ok(report) if report.applied() => {}
                 Ok(_) => out_line("the conversation was left as it was (see the line above)"),

@@ -742,6 +742,46 @@ fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
 }
 
 #[test]
+fn ctrl_c_during_compact_in_the_repl_keeps_the_history() {
+    use std::io::Write;
+    let h = Harness::new();
+    h.server.push(Reply::text("Hello there."));
+    h.server.push(testkit::Fault::stall(
+        Reply::text("a summary never finished"),
+        40,
+    ));
+    h.server.push(Reply::text("Still here."));
+    let mut child = h
+        .command(&[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n/compact\nafter\n").unwrap();
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.requests().len() < 2 {
+        assert!(Instant::now() < deadline, "the summary was never asked for");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("Still here."), "{}", stdout(&out));
+    assert!(stderr(&out).contains("cancelled"), "{}", stderr(&out));
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "the history is whole: {messages:?}");
+    assert_eq!(message_text(&messages[0]), "hello");
+    assert_eq!(message_text(&messages[2]), "after");
+    h.assert_clean();
+}
+
+#[test]
 fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
     let h = Harness::new();
     let stop = h.ws().join("stop-waiting");
