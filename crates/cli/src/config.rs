@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use whittle_agent::CommandHook;
 use whittle_context::TokenBudget;
-use whittle_llm::{ModelFactsOverride, ModelSpec};
+use whittle_llm::{Effort, ModelFactsOverride, ModelSpec, Reasoning, Thinking};
 use whittle_tools::PermissionMode;
 
 /// Model calls one task may make unless configured.
@@ -54,6 +54,10 @@ pub struct FileConfig {
     pub auto_compact_fraction: Option<f64>,
     /// Tokens kept free for the answer (default: `max_tokens`).
     pub reserved_output_tokens: Option<u64>,
+    /// Extended thinking: `"adaptive"`, `"off"` or a token budget.
+    pub thinking: Option<Thinking>,
+    /// `low` to `max`.
+    pub effort: Option<Effort>,
 }
 
 /// A model spec and where it was given, for error messages.
@@ -92,6 +96,8 @@ pub struct Settings {
     pub auto_compact_fraction: f64,
     /// Tokens kept free for answers, when configured.
     pub reserved_output_tokens: Option<u64>,
+    /// Thinking and effort for every model call.
+    pub reasoning: Reasoning,
     /// The config files that were read, in order.
     pub files: Vec<PathBuf>,
     /// What the project config asked for and did not get: the folder is not
@@ -250,6 +256,7 @@ pub fn resolve(
         models: HashMap::new(),
         auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
         reserved_output_tokens: None,
+        reasoning: Reasoning::default(),
         files: Vec::new(),
         withheld: None,
     };
@@ -282,6 +289,12 @@ pub fn resolve(
         if let Some(n) = c.reserved_output_tokens {
             s.reserved_output_tokens = Some(n);
         }
+        if let Some(t) = c.thinking {
+            s.reasoning.thinking = t;
+        }
+        if let Some(e) = c.effort {
+            s.reasoning.effort = Some(e);
+        }
         s.files.push(path);
     }
     if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
@@ -306,6 +319,12 @@ pub fn resolve(
     }
     if let Some(p) = args.preset {
         s.preset = Some(p);
+    }
+    if let Some(t) = args.thinking {
+        s.reasoning.thinking = t;
+    }
+    if let Some(e) = args.effort {
+        s.reasoning.effort = Some(e);
     }
     if s.max_turns == 0 {
         bail!("max_turns must be at least 1");
@@ -387,6 +406,25 @@ preset = "teaching"
     }
 
     #[test]
+    fn thinking_and_effort_come_from_files_and_flags() {
+        let files = vec![
+            layer("/u.toml", "thinking = 16000\neffort = \"low\""),
+            layer("/w.toml", "thinking = \"adaptive\""),
+        ];
+        let s = resolve("/w".into(), files, &AgentArgs::default(), &no_env).unwrap();
+        assert_eq!(s.reasoning.thinking, Thinking::Adaptive);
+        assert_eq!(s.reasoning.effort, Some(Effort::Low));
+        let args = AgentArgs {
+            thinking: Some(Thinking::Off),
+            effort: Some(Effort::Max),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![], &args, &no_env).unwrap();
+        assert_eq!(s.reasoning.thinking, Thinking::Off);
+        assert_eq!(s.reasoning.effort, Some(Effort::Max));
+    }
+
+    #[test]
     fn env_beats_files_and_flags_beat_env() {
         let env =
             |k: &str| (k == "WHITTLE_MODEL").then(|| "anthropic:claude-haiku-5-5".to_string());
@@ -413,6 +451,10 @@ preset = "teaching"
             ("allow = [\"bash(oops\"]", "allow rule"),
             ("model = \"mistral\"", "openai:mistral"),
             ("[[hooks]]\nevent = \"Nope\"\ncommand = \"x\"", "Nope"),
+            ("thinking = 500", "at least 1024"),
+            ("thinking = \"lots\"", "thinking must be"),
+            ("thinking = true", "token budget"),
+            ("effort = \"extreme\"", "effort must be"),
         ] {
             let err = parse_file_config(text).unwrap_err();
             assert!(!err.contains('\n'), "{err}");

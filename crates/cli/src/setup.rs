@@ -98,6 +98,7 @@ pub fn agent_config(
             &skills,
             settings.system_prompt_extra.as_deref(),
         ),
+        reasoning: settings.reasoning,
     }
 }
 

@@ -1376,3 +1376,38 @@ fn the_terminal_repl_asks_to_trust_the_folder_and_remembers_yes() {
     assert!(h.ws().join("written.txt").exists());
     h.assert_clean();
 }
+
+#[test]
+fn thinking_and_effort_reach_every_call_including_the_summary() {
+    let h = Harness::new();
+    std::fs::write(
+        h.config_home().join("whittle").join("config.toml"),
+        "thinking = \"adaptive\"\n",
+    )
+    .unwrap();
+    h.server.push(Reply::text("A long greeting. ".repeat(300)));
+    h.server.push(Reply::text("The user said hello."));
+    h.server.push(Reply::text("Next."));
+    let out = h.run_with_stdin(&["--effort", "medium"], "hello\n/compact\nnext\n");
+    assert_success(&out);
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        assert_eq!(
+            r.body["thinking"],
+            json!({"type": "adaptive"}),
+            "{}",
+            r.number
+        );
+        assert_eq!(r.body["output_config"], json!({"effort": "medium"}));
+    }
+    // The summary was a continuation of the conversation, the newest call is after it.
+    assert_eq!(message_text(&requests[1].body["messages"][0]), "hello");
+    let first = message_text(&requests[2].body["messages"][0]);
+    assert!(first.starts_with("[Compacted]"), "{first}");
+
+    let out = h.run(&["--thinking", "500", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(stderr(&out).contains("at least 1024"), "{}", stderr(&out));
+    h.assert_clean();
+}

@@ -61,7 +61,7 @@ pub use local::LocalProvider;
 pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, model_facts_with};
 pub use openai::{MaxTokensField, OpenAiConfig, OpenAiProvider};
 pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
-pub use request::{ModelRequest, ToolSpec};
+pub use request::{BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Thinking, ToolSpec};
 pub use retry::{Attempt, RetryPolicy, retrying};
 pub use secret::Secret;
 pub use spec::{ModelSpec, ProviderKind};

@@ -1,6 +1,6 @@
 //! The JSON body of a Messages API request, with cache breakpoints.
 
-use crate::request::ModelRequest;
+use crate::request::{ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
 use whittle_context::{Block, Content, Message, Role};
 
@@ -68,8 +68,29 @@ pub(crate) fn request_body(request: &ModelRequest, version: &str) -> Value {
         let t = (f64::from(t) * 1e4).round() / 1e4;
         body.insert("temperature".into(), Value::from(t));
     }
+    insert_reasoning(&mut body, request);
     body.insert("stream".into(), Value::Bool(true));
     Value::Object(body)
+}
+
+/// `thinking` and `output_config.effort`, only when configured.
+fn insert_reasoning(body: &mut Map<String, Value>, request: &ModelRequest) {
+    let thinking = match request.reasoning.thinking {
+        Thinking::ProviderDefault => None,
+        Thinking::Off => Some(json!({"type": "disabled"})),
+        Thinking::Adaptive => Some(json!({"type": "adaptive"})),
+        Thinking::Budget(n) => {
+            let budget = n.min(request.max_tokens.saturating_sub(1));
+            (budget >= Thinking::MIN_BUDGET)
+                .then(|| json!({"type": "enabled", "budget_tokens": budget}))
+        }
+    };
+    if let Some(t) = thinking {
+        body.insert("thinking".into(), t);
+    }
+    if let Some(e) = request.reasoning.effort {
+        body.insert("output_config".into(), json!({"effort": e.as_str()}));
+    }
 }
 
 fn wire_messages(messages: &[Message], cache: bool, anchor: Option<usize>) -> Vec<Value> {
@@ -170,6 +191,40 @@ mod tests {
             Value::Array(a) => a.iter().map(count_breakpoints).sum(),
             _ => 0,
         }
+    }
+
+    #[test]
+    fn reasoning_fields_are_sent_only_when_configured() {
+        use crate::request::{Effort, Reasoning};
+        let r = ModelRequest::new("m", "", vec![Message::user("hi")]);
+        let body = request_body(&r, "2026-10-21");
+        assert!(body.get("thinking").is_none() && body.get("output_config").is_none());
+        let with = |thinking, effort| {
+            let mut r = r.clone();
+            r.max_tokens = 8000;
+            r.reasoning = Reasoning { thinking, effort };
+            request_body(&r, "2026-10-21")
+        };
+        let body = with(Thinking::Adaptive, Some(Effort::Low));
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "low"}));
+        assert_eq!(
+            with(Thinking::Off, None)["thinking"],
+            json!({"type": "disabled"})
+        );
+        assert_eq!(
+            with(Thinking::Budget(2000), None)["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2000})
+        );
+        // Lowered below max_tokens, and left out where no budget fits.
+        assert_eq!(
+            with(Thinking::Budget(50_000), None)["thinking"]["budget_tokens"],
+            7999
+        );
+        let mut small = r.clone();
+        small.max_tokens = 1000;
+        small.reasoning.thinking = Thinking::Budget(4000);
+        assert!(request_body(&small, "2026-10-21").get("thinking").is_none());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The canonical conversation as an OpenAI chat-completions request.
 
-use crate::request::ModelRequest;
+use crate::request::{Effort, ModelRequest};
 use serde_json::{Map, Value, json};
 use whittle_context::{Block, Content, Image, Message, Role, ToolResult, ToolResultContent};
 
@@ -47,6 +47,14 @@ pub(crate) fn request_body(request: &ModelRequest, max_tokens_field: MaxTokensFi
     if let Some(t) = request.temperature {
         let t = (f64::from(t) * 1e4).round() / 1e4;
         body.insert("temperature".into(), Value::from(t));
+    }
+    if let Some(e) = request.reasoning.effort {
+        // OpenAI's scale stops at xhigh; thinking has no chat-completions field.
+        let effort = match e {
+            Effort::Max => Effort::XHigh,
+            e => e,
+        };
+        body.insert("reasoning_effort".into(), Value::from(effort.as_str()));
     }
     body.insert("stream".into(), Value::Bool(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -170,6 +178,23 @@ fn convert_message(message: &Message, out: &mut Vec<Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effort_becomes_reasoning_effort_capped_at_xhigh() {
+        use crate::request::{Reasoning, Thinking};
+        let mut r = ModelRequest::new("m", "", vec![Message::user("hi")]);
+        let body = request_body(&r, MaxTokensField::MaxTokens);
+        assert!(body.get("reasoning_effort").is_none());
+        for (effort, sent) in [(Effort::Medium, "medium"), (Effort::Max, "xhigh")] {
+            r.reasoning = Reasoning {
+                thinking: Thinking::Adaptive,
+                effort: Some(effort),
+            };
+            let body = request_body(&r, MaxTokensField::MaxCompletionTokens);
+            assert_eq!(body["reasoning_effort"], sent);
+            assert!(body.get("thinking").is_none());
+        }
+    }
 
     #[test]
     fn tool_results_become_tool_messages_before_the_user_text() {
