@@ -111,7 +111,12 @@ proptest! {
     fn the_policy_never_panics(
         name in tool_names(),
         input in json_value(any::<String>().boxed()),
-        command in prop_oneof!["\\PC{0,60}", "[a-z $'\"`();|&<>\\\\{}=~/.*-]{0,60}"],
+        command in prop_oneof![
+            "\\PC{0,60}",
+            "[a-z $'\"`();|&<>\\\\{}=~/.*-]{0,60}",
+            // Function definitions after multi-byte characters.
+            "[a:é→§ #]{0,8}\\(\\)\\{[a:|&; }]{0,12}",
+        ],
         mode in proptest::sample::select(PermissionMode::NAMES.to_vec()),
     ) {
         let ws = tempfile::tempdir().unwrap();

@@ -87,6 +87,12 @@ const KEYWORDS: &[&str] = &[
 ];
 
 fn unwrap_command(cmd: &SimpleCommand, depth: usize, out: &mut Analysis) {
+    if depth > shell::MAX_DEPTH {
+        // `find -exec find -exec ...`: refuse rather than recurse without end.
+        out.problem
+            .get_or_insert_with(|| "commands are nested too deeply".to_owned());
+        return;
+    }
     let mut start = 0;
     while start < cmd.words.len()
         && (is_assignment(&cmd.words[start]) || KEYWORDS.contains(&cmd.words[start].as_str()))
@@ -509,8 +515,10 @@ fn is_fork_bomb(src: &str) -> bool {
     while let Some(pos) = compact[search..].find("(){") {
         let at = search + pos;
         let name_start = compact[..at]
-            .rfind(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '-')))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '-')))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let name = &compact[name_start..at];
         if !name.is_empty() {
             let body = &compact[at + 3..];
@@ -944,5 +952,19 @@ mod tests {
         assert!(is_fork_bomb("bomb() { bomb | bomb & }; bomb"));
         assert!(!is_fork_bomb("f() { echo hi; }; f"));
         assert!(!is_fork_bomb("echo '()'"));
+        // Names after multi-byte characters.
+        assert!(!is_fork_bomb("echo →f(){ :; }"));
+        assert!(!is_fork_bomb("ls # see §x(){"));
+        assert!(is_fork_bomb("→b(){ b|b& };b"));
+    }
+
+    #[test]
+    fn endless_exec_chains_are_refused_not_followed() {
+        let analysis = analyze(&"find -exec ".repeat(10_000));
+        assert_eq!(
+            analysis.problem.as_deref(),
+            Some("commands are nested too deeply")
+        );
+        assert!(analysis.segments.len() <= shell::MAX_DEPTH + 2);
     }
 }
