@@ -227,11 +227,14 @@ pub struct UsageTotals {
 
 impl UsageTotals {
     fn add(&mut self, u: &Usage) {
+        // Saturating: the numbers come from the server.
         self.calls += 1;
-        self.input += u.input_tokens;
-        self.output += u.output_tokens;
-        self.cache_read += u.cache_read_input_tokens;
-        self.cache_write += u.cache_creation_input_tokens;
+        self.input = self.input.saturating_add(u.input_tokens);
+        self.output = self.output.saturating_add(u.output_tokens);
+        self.cache_read = self.cache_read.saturating_add(u.cache_read_input_tokens);
+        self.cache_write = self
+            .cache_write
+            .saturating_add(u.cache_creation_input_tokens);
     }
 
     /// Estimated cost at `prices`.

@@ -135,7 +135,8 @@ impl Meter for TokenMeter {
                     && history.len() >= o.len
                     && history.chars() >= o.chars =>
             {
-                o.tokens + self.estimate(history.chars() - o.chars)
+                o.tokens
+                    .saturating_add(self.estimate(history.chars() - o.chars))
             }
             _ => self.estimate(history.chars() + self.overhead_chars),
         }

@@ -201,7 +201,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                     cache_read_tokens,
                     cache_write_tokens,
                 ]) {
-                    *sum += n;
+                    *sum = sum.saturating_add(n);
                 }
             }
             SessionRecord::Clear => state.history.clear(),
