@@ -8,7 +8,6 @@ use crate::sampler::{Sampler, penalize_repeats};
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
 use crate::tools::{Segment, ToolCallParser, segments_to_blocks};
-use candle_core::quantized::gguf_file;
 use std::fs::File;
 use std::io::BufReader;
 use std::ops::ControlFlow;
@@ -138,9 +137,9 @@ impl LocalModel {
         };
         let mut reader = BufReader::new(File::open(&path).map_err(io)?);
         let content =
-            gguf_file::Content::read(&mut reader).map_err(|e| LocalError::InvalidModel {
+            crate::gguf::read_content(&mut reader).map_err(|e| LocalError::InvalidModel {
                 path: path.clone(),
-                message: crate::error::one_line(&e.to_string()),
+                message: crate::error::one_line(&e),
             })?;
         let md = Metadata(&content.metadata);
         let architecture = md.string("general.architecture")?.to_string();

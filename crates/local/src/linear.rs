@@ -48,7 +48,7 @@ pub(crate) fn quantize(x: &[f32]) -> Vec<Q8Block> {
 impl Q8Matrix {
     /// Quantizes a row-major f32 matrix; `cols` must be a multiple of [`BLOCK`].
     pub(crate) fn new(values: &[f32], rows: usize, cols: usize) -> candle_core::Result<Self> {
-        if !cols.is_multiple_of(BLOCK) || values.len() != rows * cols {
+        if !cols.is_multiple_of(BLOCK) || rows.checked_mul(cols) != Some(values.len()) {
             candle_core::bail!("a {rows}x{cols} matrix cannot be held in Q8 blocks");
         }
         Ok(Q8Matrix {

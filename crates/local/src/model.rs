@@ -310,6 +310,14 @@ impl Transformer {
             // Tied embeddings (SmolLM2): the output projection is the embedding table.
             Linear::shared(embed.clone())
         };
+        // Every layer has several tensors: a block_count beyond that is a lie.
+        if cfg.n_layer > content.tensor_infos.len() {
+            return Err(l.invalid(format!(
+                "block_count is {} but the file holds {} tensors",
+                cfg.n_layer,
+                content.tensor_infos.len()
+            )));
+        }
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
             let p = |name: &str| format!("blk.{i}.{name}");

@@ -112,6 +112,17 @@ fn write_model(dir: &Path, scripted: bool) -> PathBuf {
 
 /// Writes a model of architecture `arch`, with q/k/v biases when `biases`.
 fn write_arch(dir: &Path, scripted: bool, arch: &str, biases: bool) -> PathBuf {
+    write_arch_with(dir, scripted, arch, biases, Vec::new())
+}
+
+/// As [`write_arch`], with `extra` metadata written last (so it wins).
+fn write_arch_with(
+    dir: &Path,
+    scripted: bool,
+    arch: &str,
+    biases: bool,
+    extra: Vec<(String, gguf_file::Value)>,
+) -> PathBuf {
     let v = vocab();
     let n_vocab = v.tokens.len();
     let chain = [
@@ -185,7 +196,7 @@ fn write_arch(dir: &Path, scripted: bool, arch: &str, biases: bool) -> PathBuf {
     let strings = |xs: &[String]| V::Array(xs.iter().map(|s| V::String(s.clone())).collect());
     let merges: Vec<String> = MERGES.iter().map(|s| s.to_string()).collect();
     let key = |k: &str| format!("{arch}.{k}");
-    let metadata: Vec<(String, V)> = vec![
+    let mut metadata: Vec<(String, V)> = vec![
         ("general.architecture".into(), V::String(arch.into())),
         ("general.name".into(), V::String("tiny".into())),
         (key("block_count"), V::U32(2)),
@@ -216,6 +227,7 @@ fn write_arch(dir: &Path, scripted: bool, arch: &str, biases: bool) -> PathBuf {
             V::String(SMOLLM2_TEMPLATE.into()),
         ),
     ];
+    metadata.extend(extra);
     let path = dir.join(if scripted {
         "scripted.gguf"
     } else {
@@ -550,6 +562,66 @@ fn malformed_files_are_errors_not_panics() {
     }
     let err = LocalModel::load(dir.path().join("missing.gguf")).unwrap_err();
     assert!(matches!(err, LocalError::Io { .. }));
+}
+
+#[test]
+fn hostile_headers_are_errors_not_panics() {
+    use gguf_file::Value as V;
+    let cases = [
+        (
+            "alignment 0",
+            ("general.alignment", V::U32(0)),
+            "general.alignment is 0",
+        ),
+        (
+            "huge block count",
+            ("llama.block_count", V::U64(1 << 60)),
+            "block_count",
+        ),
+    ];
+    for (name, (key, value), expect) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_arch_with(dir.path(), false, "llama", false, vec![(key.into(), value)]);
+        let err = LocalModel::load(&path).unwrap_err().to_string();
+        assert!(err.contains(expect) && !err.contains('\n'), "{name}: {err}");
+    }
+
+    // Dimensions whose product overflows: [2^59 + 2, 64] for the embedding.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(write_model(dir.path(), false)).unwrap();
+    let name = b"token_embd.weight";
+    let mut needle = (name.len() as u64).to_le_bytes().to_vec();
+    needle.extend_from_slice(name);
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle.as_slice())
+        .unwrap()
+        + needle.len();
+    assert_eq!(&bytes[at..at + 4], &2u32.to_le_bytes(), "two dimensions");
+    let rows = at + 4 + 8;
+    bytes[rows..rows + 8].copy_from_slice(&((1u64 << 59) + 2).to_le_bytes());
+    let path = dir.path().join("overflow.gguf");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = LocalModel::load(&path).unwrap_err().to_string();
+    assert!(err.contains("impossible dimensions"), "{err}");
+
+    // Any byte of the header changed: an error or a model, never a panic.
+    let good = std::fs::read(write_model(dir.path(), false)).unwrap();
+    let header = good.len().min(16 * 1024);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..150 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mut bytes = good.clone();
+        let at = (state % header as u64) as usize;
+        bytes[at] = (state >> 32) as u8;
+        let path = dir.path().join(format!("flip{i}.gguf"));
+        std::fs::write(&path, &bytes).unwrap();
+        if let Err(e) = LocalModel::load(&path) {
+            assert!(!e.to_string().contains('\n'), "flip at {at}: {e}");
+        }
+    }
 }
 
 #[test]
