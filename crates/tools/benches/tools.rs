@@ -24,6 +24,10 @@ fn permission(c: &mut Criterion) {
             json!({"command": "cd src && FOO=1 timeout 60 bash -c 'grep -rn x . | head' > out.txt 2>&1"}),
         ),
         ("long_100_commands", json!({"command": long})),
+        (
+            "substitutions_2000",
+            json!({"command": "echo $(date) ".repeat(2000)}),
+        ),
     ];
     let mut g = c.benchmark_group("permission_check_bash");
     for (name, input) in &cases {

@@ -87,7 +87,8 @@ pub(crate) fn parse_into(src: &str, depth: usize, out: &mut Parsed) {
             .get_or_insert_with(|| "commands are nested too deeply".to_owned());
         return;
     }
-    let mut lexer = Lexer::new(src);
+    let chars: Vec<char> = src.chars().collect();
+    let mut lexer = Lexer::new(&chars);
     lexer.run();
     if let Some(p) = lexer.problem.take() {
         out.problem.get_or_insert(p);
@@ -138,8 +139,8 @@ pub(crate) fn parse_into(src: &str, depth: usize, out: &mut Parsed) {
     }
 }
 
-struct Lexer {
-    chars: Vec<char>,
+struct Lexer<'a> {
+    chars: &'a [char],
     pos: usize,
     tokens: Vec<Token>,
     substitutions: Vec<String>,
@@ -163,19 +164,20 @@ struct Lexer {
     done: bool,
 }
 
-impl Lexer {
-    fn new(src: &str) -> Self {
-        Self::from_chars(src.chars().collect(), 0)
+impl<'a> Lexer<'a> {
+    fn new(chars: &'a [char]) -> Self {
+        Self::from_chars(chars, 0)
     }
 
     /// A lexer for the text after `$(`, which stops at its closing `)`.
-    fn nested(chars: &[char], nesting: usize) -> Self {
-        let mut lexer = Self::from_chars(chars.to_vec(), nesting);
+    /// It borrows the rest of the source: copying it made many `$(` quadratic.
+    fn nested(chars: &'a [char], nesting: usize) -> Self {
+        let mut lexer = Self::from_chars(chars, nesting);
         lexer.stop_at_paren = true;
         lexer
     }
 
-    fn from_chars(chars: Vec<char>, nesting: usize) -> Self {
+    fn from_chars(chars: &'a [char], nesting: usize) -> Self {
         Self {
             chars,
             nesting,
@@ -432,7 +434,8 @@ impl Lexer {
         if self.nesting >= MAX_DEPTH {
             return self.balanced('(', ')', 1);
         }
-        let mut inner = Lexer::nested(&self.chars[self.pos..], self.nesting + 1);
+        let chars = self.chars;
+        let mut inner = Lexer::nested(&chars[self.pos..], self.nesting + 1);
         inner.run();
         let start = self.pos;
         self.pos = (self.pos + inner.pos).min(self.chars.len());
