@@ -346,6 +346,47 @@ fn sidechains_inside_a_session_file_are_their_own_conversations() {
 }
 
 #[test]
+fn long_and_cyclic_sidechains_are_one_conversation_each() {
+    let dir = TempDir::new().unwrap();
+    let side = |mut e: Value, parent: &str| {
+        e["isSidechain"] = json!(true);
+        e["parentUuid"] = json!(parent);
+        e
+    };
+    let mut events = vec![user("m1", json!("main task"))];
+    let mut parent = "m1".to_string();
+    for i in 0..2000 {
+        let uuid = format!("c{i}");
+        let e = if i % 2 == 0 {
+            user(&uuid, json!(format!("step {i}")))
+        } else {
+            assistant(
+                &uuid,
+                &format!("msg{i}"),
+                json!([{"type": "text", "text": "ok"}]),
+            )
+        };
+        events.push(side(e, &parent));
+        parent = uuid;
+    }
+    // Two events that name each other as parents.
+    events.push(side(user("x1", json!("loop")), "x2"));
+    events.push(side(
+        assistant("x2", "msg_x", json!([{"type": "text", "text": "round"}])),
+        "x1",
+    ));
+    let all = import_path(&write(&dir, "chains.jsonl", jsonl(&events))).unwrap();
+    let ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(ids[1], "chains/sidechain-c0");
+    assert_eq!(all[1].messages.len(), 2000);
+    assert_eq!(all[2].messages.len(), 2);
+    for c in &all {
+        validate(&c.messages).unwrap();
+    }
+}
+
+#[test]
 fn the_format_comes_from_the_content_not_the_name() {
     let dir = TempDir::new().unwrap();
     let session = jsonl(&[

@@ -150,12 +150,15 @@ pub(crate) fn import(
 
 /// The agent of every event: the session's own, a named subagent, or, for
 /// unnamed sidechain events, the root of their `parentUuid` chain.
-fn assign_agents(events: &[(usize, Map<String, Value>)]) -> Vec<Agent> {
+fn assign_agents<'a>(events: &'a [(usize, Map<String, Value>)]) -> Vec<Agent> {
     let sidechain = |e: &Map<String, Value>| e.get("isSidechain") == Some(&Value::Bool(true));
     let parents: HashMap<&str, &Map<String, Value>> = events
         .iter()
         .filter_map(|(_, e)| Some((e.get("uuid")?.as_str()?, e)))
         .collect();
+    let uuid = |e: &'a Map<String, Value>| e.get("uuid").and_then(Value::as_str);
+    // Root of each sidechain event already walked: long chains stay linear.
+    let mut roots: HashMap<&str, &str> = HashMap::new();
     events
         .iter()
         .map(|(_, e)| {
@@ -167,9 +170,15 @@ fn assign_agents(events: &[(usize, Map<String, Value>)]) -> Vec<Agent> {
             }
             // Walk up while the parent is a sidechain event; the step limit
             // makes a cyclic chain terminate.
-            let mut root = e.get("uuid").and_then(Value::as_str).unwrap_or("");
+            let mut root = uuid(e).unwrap_or("");
             let mut current = e;
+            let mut walked = Vec::new();
             for _ in 0..events.len() {
+                if let Some(known) = roots.get(root) {
+                    root = known;
+                    break;
+                }
+                walked.push(root);
                 let Some(parent) = current
                     .get("parentUuid")
                     .and_then(Value::as_str)
@@ -179,7 +188,10 @@ fn assign_agents(events: &[(usize, Map<String, Value>)]) -> Vec<Agent> {
                     break;
                 };
                 current = parent;
-                root = current.get("uuid").and_then(Value::as_str).unwrap_or(root);
+                root = uuid(current).unwrap_or(root);
+            }
+            for u in walked.into_iter().filter(|u| !u.is_empty()) {
+                roots.insert(u, root);
             }
             Agent::Chain(root.to_string())
         })
