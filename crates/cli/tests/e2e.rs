@@ -70,6 +70,13 @@ impl Harness {
     }
 
     fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        self.spawn_with_stdin(args, input)
+            .wait_with_output()
+            .unwrap()
+    }
+
+    /// The binary started with `input` as all of its stdin, output captured.
+    fn spawn_with_stdin(&self, args: &[&str], input: &str) -> std::process::Child {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -84,7 +91,7 @@ impl Harness {
             .unwrap()
             .write_all(input.as_bytes())
             .unwrap();
-        child.wait_with_output().unwrap()
+        child
     }
 
     fn requests(&self) -> Vec<RecordedRequest> {
@@ -712,20 +719,13 @@ fn ctrl_c_cancels_a_one_shot_turn_and_the_session_goes_on() {
 
 #[test]
 fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
-    use std::io::Write;
     let h = Harness::new();
     h.server.push(waiting_call("wait"));
     h.server.push(Reply::text("Second answer."));
-    let mut child = h
-        .command(&["--permission-mode", "yolo"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"wait for the flag\nsecond\n").unwrap();
-    drop(stdin);
+    let child = h.spawn_with_stdin(
+        &["--permission-mode", "yolo"],
+        "wait for the flag\nsecond\n",
+    );
     wait_for_tool_call(&h);
     interrupt(&child);
     let out = child.wait_with_output().unwrap();
@@ -743,7 +743,6 @@ fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
 
 #[test]
 fn ctrl_c_during_compact_in_the_repl_keeps_the_history() {
-    use std::io::Write;
     let h = Harness::new();
     h.server.push(Reply::text("Hello there."));
     h.server.push(testkit::Fault::stall(
@@ -751,16 +750,7 @@ fn ctrl_c_during_compact_in_the_repl_keeps_the_history() {
         40,
     ));
     h.server.push(Reply::text("Still here."));
-    let mut child = h
-        .command(&[])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"hello\n/compact\nafter\n").unwrap();
-    drop(stdin);
+    let child = h.spawn_with_stdin(&[], "hello\n/compact\nafter\n");
     let deadline = Instant::now() + Duration::from_secs(30);
     while h.requests().len() < 2 {
         assert!(Instant::now() < deadline, "the summary was never asked for");
