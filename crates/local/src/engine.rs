@@ -128,7 +128,7 @@ impl std::fmt::Debug for LocalModel {
 }
 
 impl LocalModel {
-    /// Loads a GGUF file: `llama` or `qwen2` architecture, `gpt2` tokenizer.
+    /// Loads a GGUF file: `llama` or `qwen2` architecture, `gpt2` or `llama` (SentencePiece) tokenizer.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, LocalError> {
         let path = path.as_ref().to_path_buf();
         let io = |source| LocalError::Io {

@@ -95,6 +95,22 @@ impl Metadata<'_> {
         }
     }
 
+    pub(crate) fn opt_floats(&self, key: &str) -> Result<Option<Vec<f32>>, LocalError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::F32(x) => Ok(*x),
+                    Value::F64(x) => Ok(*x as f32),
+                    _ => Err(bad(key, "array holds a non-float")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(bad(key, "not an array")),
+        }
+    }
+
     pub(crate) fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, LocalError> {
         match self.get(key) {
             None => Ok(None),

@@ -2,8 +2,9 @@
 //! candle, so a machine with no API key still has a model.
 //!
 //! Everything comes from the one GGUF file: weights, context window
-//! (`<arch>.context_length`), tokenizer (`tokenizer.ggml.*`) and chat template
-//! (`tokenizer.chat_template`, ChatML when absent). Tools use a text protocol
+//! (`<arch>.context_length`), tokenizer (`tokenizer.ggml.*`: byte-level BPE as in
+//! SmolLM2, Qwen2 and Llama 3, or SentencePiece as in Llama 2 and Mistral) and chat
+//! template (`tokenizer.chat_template`, ChatML when absent). Tools use a text protocol
 //! (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, see [`tools`]).
 //!
 //! Speed and memory: prompts run as dense f32 GEMMs, decoding as Q8_0 dot products on the

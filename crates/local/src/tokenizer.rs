@@ -1,8 +1,9 @@
 //! The tokenizer, built from the GGUF's own `tokenizer.ggml.*` metadata so a model file
 //! is all the engine needs.
 //!
-//! Only the `gpt2` tokenizer model (byte-level BPE, as in SmolLM2, Qwen2 and Llama 3) is
-//! implemented. Control and user-defined tokens (`<|im_start|>`, `<tool_call>`) are
+//! Two tokenizer models: `gpt2` (byte-level BPE with merges, as in SmolLM2, Qwen2 and
+//! Llama 3) and `llama` (SentencePiece BPE by token scores with byte fallback, as in
+//! Llama 2, Mistral and TinyLlama). Control and user-defined tokens (`<|im_start|>`, `<tool_call>`) are
 //! matched literally in the text before BPE, so a rendered chat template encodes them as
 //! single tokens. Decoding streams: bytes of a UTF-8 character split across tokens are held
 //! back until the character is complete.
@@ -74,19 +75,49 @@ pub struct Tokenizer {
     token_bytes: Vec<Vec<u8>>,
     kinds: Vec<TokenKind>,
     vocab: HashMap<String, u32>,
-    /// `(left, right)` → `(rank, merged)`.
-    merges: HashMap<(u32, u32), (u32, u32)>,
-    /// The single-byte token for each byte value.
+    /// How ordinary text becomes tokens.
+    model: Model,
+    /// The single-byte token for each byte value (`Ġ`-style for `gpt2`, `<0x0A>` for
+    /// `llama`).
     byte_tokens: [Option<u32>; 256],
     /// Matches any special token string, longest first.
     specials: Option<Regex>,
-    pre: Vec<Regex>,
     bos: Option<u32>,
     eos: Option<u32>,
     unknown: Option<u32>,
     add_bos: bool,
     stops: Vec<u32>,
 }
+
+/// The vocabulary's special ids and the BOS rule, as read from metadata.
+struct Specials {
+    bos: Option<u32>,
+    eos: Option<u32>,
+    eot: Option<u32>,
+    unknown: Option<u32>,
+    add_bos: bool,
+}
+
+/// The tokenizer model, from `tokenizer.ggml.model`.
+#[derive(Debug)]
+enum Model {
+    /// `gpt2`: pre-tokenizer splits, then merges by rank.
+    Bpe {
+        /// `(left, right)` → `(rank, merged)`.
+        merges: HashMap<(u32, u32), (u32, u32)>,
+        pre: Vec<Regex>,
+    },
+    /// `llama`: spaces as `▁`, then the adjacent pair whose merged text is the
+    /// highest-scored token merges first; what is left unknown falls back to bytes.
+    Spm {
+        scores: Vec<f32>,
+        /// A space goes before the text and after each special token.
+        add_space_prefix: bool,
+    },
+}
+
+/// SentencePiece's visible space.
+const SPM_SPACE: char = '\u{2581}';
 
 /// GPT-2's reversible map from bytes to printable characters.
 fn byte_to_char() -> [char; 256] {
@@ -120,9 +151,9 @@ impl Tokenizer {
     /// Builds the tokenizer from a GGUF's metadata.
     pub(crate) fn from_metadata(md: &Metadata<'_>) -> Result<Self, LocalError> {
         let model = md.string("tokenizer.ggml.model")?;
-        if model != "gpt2" {
+        if model != "gpt2" && model != "llama" {
             return Err(LocalError::Unsupported(format!(
-                "tokenizer model {model:?} (only \"gpt2\" byte-level BPE is implemented)"
+                "tokenizer model {model:?} (\"gpt2\" byte-level BPE and \"llama\" SentencePiece are implemented)"
             )));
         }
         let tokens: Vec<String> = md
@@ -162,23 +193,40 @@ impl Tokenizer {
         let eos = id("tokenizer.ggml.eos_token_id")?;
         let eot = id("tokenizer.ggml.eot_token_id")?;
         let unknown = id("tokenizer.ggml.unknown_token_id")?;
-        let add_bos = md
-            .opt_bool("tokenizer.ggml.add_bos_token")?
-            .unwrap_or(false);
-        Self::build(tokens, kinds, &merges, pre, bos, eos, eot, unknown, add_bos)
+        let spm = model == "llama";
+        // SentencePiece models start with BOS unless the file says otherwise.
+        let add_bos = md.opt_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(spm);
+        let specials = Specials {
+            bos,
+            eos,
+            eot,
+            unknown,
+            add_bos,
+        };
+        if spm {
+            let scores = md
+                .opt_floats("tokenizer.ggml.scores")?
+                .ok_or_else(|| meta_err("tokenizer.ggml.scores", "missing"))?;
+            if scores.len() != tokens.len() {
+                return Err(meta_err(
+                    "tokenizer.ggml.scores",
+                    "length differs from tokenizer.ggml.tokens",
+                ));
+            }
+            let add_space_prefix = md
+                .opt_bool("tokenizer.ggml.add_space_prefix")?
+                .unwrap_or(true);
+            return Self::build_spm(tokens, kinds, scores, add_space_prefix, specials);
+        }
+        Self::build(tokens, kinds, &merges, pre, specials)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn build(
         tokens: Vec<String>,
         kinds: Vec<TokenKind>,
         merges: &[&str],
         pre: &str,
-        bos: Option<u32>,
-        eos: Option<u32>,
-        eot: Option<u32>,
-        unknown: Option<u32>,
-        add_bos: bool,
+        specials: Specials,
     ) -> Result<Self, LocalError> {
         let b2c = byte_to_char();
         let mut c2b: HashMap<char, u8> = HashMap::with_capacity(256);
@@ -225,6 +273,85 @@ impl Tokenizer {
             };
             merge_map.entry((l, r)).or_insert((rank as u32, m));
         }
+        let pre = match pre {
+            "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone"
+            | "minerva" => {
+                vec![regex(DIGITS_SPLIT)?, regex(GPT2_SPLIT)?]
+            }
+            "qwen2" | "deepseek-r1-qwen" | "stablelm2" | "megrez" | "hunyuan" => {
+                vec![regex(QWEN2_SPLIT)?]
+            }
+            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" | "smaug-bpe" => {
+                vec![regex(LLAMA3_SPLIT)?]
+            }
+            _ => vec![regex(GPT2_SPLIT)?],
+        };
+        let model = Model::Bpe {
+            merges: merge_map,
+            pre,
+        };
+        Self::finish(
+            tokens,
+            token_bytes,
+            kinds,
+            vocab,
+            model,
+            byte_tokens,
+            specials,
+        )
+    }
+
+    /// A SentencePiece tokenizer: normal tokens store `▁` for spaces, bytes are
+    /// `<0xNN>` tokens.
+    fn build_spm(
+        tokens: Vec<String>,
+        kinds: Vec<TokenKind>,
+        scores: Vec<f32>,
+        add_space_prefix: bool,
+        specials: Specials,
+    ) -> Result<Self, LocalError> {
+        let mut vocab = HashMap::with_capacity(tokens.len());
+        let mut token_bytes = Vec::with_capacity(tokens.len());
+        let mut byte_tokens = [None; 256];
+        for (i, (tok, kind)) in tokens.iter().zip(&kinds).enumerate() {
+            vocab.entry(tok.clone()).or_insert(i as u32);
+            let bytes = match kind {
+                TokenKind::Byte => match parse_byte_token(tok) {
+                    Some(b) => {
+                        byte_tokens[usize::from(b)].get_or_insert(i as u32);
+                        vec![b]
+                    }
+                    None => tok.as_bytes().to_vec(),
+                },
+                TokenKind::Normal => tok.replace(SPM_SPACE, " ").into_bytes(),
+                _ => tok.as_bytes().to_vec(),
+            };
+            token_bytes.push(bytes);
+        }
+        let model = Model::Spm {
+            scores,
+            add_space_prefix,
+        };
+        Self::finish(
+            tokens,
+            token_bytes,
+            kinds,
+            vocab,
+            model,
+            byte_tokens,
+            specials,
+        )
+    }
+
+    fn finish(
+        tokens: Vec<String>,
+        token_bytes: Vec<Vec<u8>>,
+        kinds: Vec<TokenKind>,
+        vocab: HashMap<String, u32>,
+        model: Model,
+        byte_tokens: [Option<u32>; 256],
+        ids: Specials,
+    ) -> Result<Self, LocalError> {
         let mut special: Vec<&str> = tokens
             .iter()
             .zip(&kinds)
@@ -242,20 +369,7 @@ impl Tokenizer {
                 .collect();
             Some(regex(&alternation.join("|"))?)
         };
-        let pre = match pre {
-            "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone"
-            | "minerva" => {
-                vec![regex(DIGITS_SPLIT)?, regex(GPT2_SPLIT)?]
-            }
-            "qwen2" | "deepseek-r1-qwen" | "stablelm2" | "megrez" | "hunyuan" => {
-                vec![regex(QWEN2_SPLIT)?]
-            }
-            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" | "smaug-bpe" => {
-                vec![regex(LLAMA3_SPLIT)?]
-            }
-            _ => vec![regex(GPT2_SPLIT)?],
-        };
-        let mut stops: Vec<u32> = eos.into_iter().chain(eot).collect();
+        let mut stops: Vec<u32> = ids.eos.into_iter().chain(ids.eot).collect();
         for name in END_OF_TURN_NAMES {
             if let Some(&i) = vocab.get(*name)
                 && kinds[i as usize] == TokenKind::Control
@@ -270,14 +384,13 @@ impl Tokenizer {
             token_bytes,
             kinds,
             vocab,
-            merges: merge_map,
+            model,
             byte_tokens,
             specials,
-            pre,
-            bos,
-            eos,
-            unknown,
-            add_bos,
+            bos: ids.bos,
+            eos: ids.eos,
+            unknown: ids.unknown,
+            add_bos: ids.add_bos,
             stops,
         })
     }
@@ -327,27 +440,54 @@ impl Tokenizer {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, LocalError> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         let mut start = 0;
+        // True at the start and after a special token.
+        let mut after_special = true;
         if let Some(specials) = &self.specials {
             for m in specials.find_iter(text) {
                 let Ok(m) = m else { break };
-                self.encode_ordinary(&text[start..m.start()], &mut out)?;
+                let before = &text[start..m.start()];
+                if !before.is_empty() {
+                    self.encode_ordinary(before, after_special, &mut out)?;
+                }
                 if let Some(&id) = self.vocab.get(m.as_str()) {
                     out.push(id);
+                    after_special = true;
                 }
                 start = m.end();
             }
         }
-        self.encode_ordinary(&text[start..], &mut out)?;
+        self.encode_ordinary(&text[start..], after_special, &mut out)?;
         Ok(out)
     }
 
-    /// Encodes text with no special-token matching.
-    fn encode_ordinary(&self, text: &str, out: &mut Vec<u32>) -> Result<(), LocalError> {
+    /// Encodes text with no special-token matching. `after_special`: the text
+    /// starts the input or follows a special token (SentencePiece puts a space
+    /// there).
+    fn encode_ordinary(
+        &self,
+        text: &str,
+        after_special: bool,
+        out: &mut Vec<u32>,
+    ) -> Result<(), LocalError> {
         if text.is_empty() {
             return Ok(());
         }
+        let pre = match &self.model {
+            Model::Bpe { pre, .. } => pre,
+            Model::Spm {
+                scores,
+                add_space_prefix,
+            } => {
+                let mut escaped = String::with_capacity(text.len() + 3);
+                if *add_space_prefix && after_special {
+                    escaped.push(SPM_SPACE);
+                }
+                escaped.extend(text.chars().map(|c| if c == ' ' { SPM_SPACE } else { c }));
+                return self.spm(&escaped, scores, out);
+            }
+        };
         let mut fragments = vec![text];
-        for re in &self.pre {
+        for re in pre {
             let mut next = Vec::with_capacity(fragments.len() * 2);
             for fragment in fragments {
                 split_keeping_gaps(re, fragment, &mut next);
@@ -362,6 +502,11 @@ impl Tokenizer {
 
     /// Byte-level BPE of one pre-token: lowest-ranked merge first, leftmost on ties.
     fn bpe(&self, piece: &str, out: &mut Vec<u32>) -> Result<(), LocalError> {
+        let Model::Bpe { merges, .. } = &self.model else {
+            return Err(LocalError::Tokenizer(
+                "BPE merges on a SentencePiece vocabulary".into(),
+            ));
+        };
         let mut symbols: Vec<Symbol> = Vec::with_capacity(piece.len());
         for (i, b) in piece.bytes().enumerate() {
             let id = match (self.byte_tokens[usize::from(b)], self.unknown) {
@@ -381,7 +526,7 @@ impl Tokenizer {
         }
         let mut queue = BinaryHeap::new();
         for i in 0..symbols.len().saturating_sub(1) {
-            if let Some(&(rank, merged)) = self.merges.get(&(symbols[i].id, symbols[i + 1].id)) {
+            if let Some(&(rank, merged)) = merges.get(&(symbols[i].id, symbols[i + 1].id)) {
                 queue.push(Merge {
                     rank,
                     pos: i,
@@ -396,7 +541,7 @@ impl Tokenizer {
                 continue;
             }
             let right = &symbols[right_pos];
-            if self.merges.get(&(left.id, right.id)) != Some(&(top.rank, top.merged)) {
+            if merges.get(&(left.id, right.id)) != Some(&(top.rank, top.merged)) {
                 continue;
             }
             let after = right.next;
@@ -405,7 +550,7 @@ impl Tokenizer {
             symbols[top.pos].next = after;
             if let Some(a) = after {
                 symbols[a].prev = Some(top.pos);
-                if let Some(&(rank, merged)) = self.merges.get(&(top.merged, symbols[a].id)) {
+                if let Some(&(rank, merged)) = merges.get(&(top.merged, symbols[a].id)) {
                     queue.push(Merge {
                         rank,
                         pos: top.pos,
@@ -414,7 +559,7 @@ impl Tokenizer {
                 }
             }
             if let Some(p) = symbols[top.pos].prev
-                && let Some(&(rank, merged)) = self.merges.get(&(symbols[p].id, top.merged))
+                && let Some(&(rank, merged)) = merges.get(&(symbols[p].id, top.merged))
             {
                 queue.push(Merge {
                     rank,
@@ -424,6 +569,78 @@ impl Tokenizer {
             }
         }
         out.extend(symbols.iter().filter(|s| s.alive).map(|s| s.id));
+        Ok(())
+    }
+
+    /// SentencePiece BPE over the characters of `text` (spaces already `▁`): the
+    /// adjacent pair whose joined text is the best-scored token merges first,
+    /// leftmost on ties; characters no token covers become byte tokens.
+    fn spm(&self, text: &str, scores: &[f32], out: &mut Vec<u32>) -> Result<(), LocalError> {
+        let mut symbols: Vec<SpmSymbol> = Vec::new();
+        for (start, c) in text.char_indices() {
+            let i = symbols.len();
+            symbols.push(SpmSymbol {
+                start,
+                end: start + c.len_utf8(),
+                prev: i.checked_sub(1),
+                next: None,
+            });
+            if let Some(p) = i.checked_sub(1) {
+                symbols[p].next = Some(i);
+            }
+        }
+        let mut queue = BinaryHeap::new();
+        let bigram = |symbols: &[SpmSymbol], left: usize, right: usize| -> Option<SpmMerge> {
+            let (l, r) = (&symbols[left], &symbols[right]);
+            let id = *self.vocab.get(text.get(l.start..r.end)?)?;
+            Some(SpmMerge {
+                score: *scores.get(id as usize)?,
+                left,
+                right,
+                len: r.end - l.start,
+            })
+        };
+        for i in 1..symbols.len() {
+            queue.extend(bigram(&symbols, i - 1, i));
+        }
+        while let Some(m) = queue.pop() {
+            let (l, r) = (&symbols[m.left], &symbols[m.right]);
+            // Stale: one side merged since this pair was queued.
+            if l.next != Some(m.right) || r.end - l.start != m.len {
+                continue;
+            }
+            let after = r.next;
+            symbols[m.left].end = symbols[m.right].end;
+            symbols[m.left].next = after;
+            symbols[m.right].start = symbols[m.right].end;
+            if let Some(a) = after {
+                symbols[a].prev = Some(m.left);
+                queue.extend(bigram(&symbols, m.left, a));
+            }
+            if let Some(p) = symbols[m.left].prev {
+                queue.extend(bigram(&symbols, p, m.left));
+            }
+        }
+        let mut at = (!symbols.is_empty()).then_some(0);
+        while let Some(i) = at {
+            let piece = &text[symbols[i].start..symbols[i].end];
+            match self.vocab.get(piece) {
+                Some(&id) => out.push(id),
+                None => {
+                    for b in piece.bytes() {
+                        match self.byte_tokens[usize::from(b)].or(self.unknown) {
+                            Some(id) => out.push(id),
+                            None => {
+                                return Err(LocalError::Tokenizer(format!(
+                                    "byte 0x{b:02x} has no token and the vocabulary has no unknown token"
+                                )));
+                            }
+                        }
+                    }
+                }
+            }
+            at = symbols[i].next;
+        }
         Ok(())
     }
 
@@ -443,6 +660,13 @@ impl Tokenizer {
         TextStream {
             tokenizer: self,
             pending: Vec::new(),
+            trim_space: matches!(
+                self.model,
+                Model::Spm {
+                    add_space_prefix: true,
+                    ..
+                }
+            ),
         }
     }
 }
@@ -500,6 +724,45 @@ impl PartialOrd for Merge {
     }
 }
 
+/// A run of `text[start..end]` in the SentencePiece merge list.
+struct SpmSymbol {
+    start: usize,
+    end: usize,
+    prev: Option<usize>,
+    next: Option<usize>,
+}
+
+struct SpmMerge {
+    score: f32,
+    left: usize,
+    right: usize,
+    /// The joined length when queued, to spot stale entries.
+    len: usize,
+}
+
+impl PartialEq for SpmMerge {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for SpmMerge {}
+
+impl Ord for SpmMerge {
+    /// `BinaryHeap` pops the highest score, then the leftmost pair.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(other.left.cmp(&self.left))
+    }
+}
+
+impl PartialOrd for SpmMerge {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// Turns generated tokens into text pieces as they arrive.
 ///
 /// Bytes of a character split across tokens wait for the rest; bytes that can never form
@@ -507,11 +770,24 @@ impl PartialOrd for Merge {
 pub struct TextStream<'t> {
     tokenizer: &'t Tokenizer,
     pending: Vec<u8>,
+    /// Until text appears: drop the space a SentencePiece word starts with.
+    trim_space: bool,
 }
 
 impl TextStream<'_> {
     /// Adds one token and returns the text that is now complete (possibly empty).
     pub fn push(&mut self, id: u32) -> String {
+        let mut text = self.push_bytes(id);
+        if self.trim_space && !text.is_empty() {
+            self.trim_space = false;
+            if text.starts_with(' ') {
+                text.remove(0);
+            }
+        }
+        text
+    }
+
+    fn push_bytes(&mut self, id: u32) -> String {
         match self.tokenizer.kind(id) {
             None | Some(TokenKind::Control) | Some(TokenKind::Unused) => return String::new(),
             _ => {}
@@ -578,18 +854,91 @@ pub(crate) mod tests {
         }
         tokens.push("<tool_call>".into());
         kinds.push(TokenKind::UserDefined);
-        Tokenizer::build(
-            tokens,
-            kinds,
-            &merges,
-            "smollm",
-            None,
-            Some(2),
-            None,
-            None,
-            false,
-        )
-        .unwrap()
+        let specials = Specials {
+            bos: None,
+            eos: Some(2),
+            eot: None,
+            unknown: None,
+            add_bos: false,
+        };
+        Tokenizer::build(tokens, kinds, &merges, "smollm", specials).unwrap()
+    }
+
+    /// A SentencePiece vocabulary: specials, 256 byte tokens, words scored so
+    /// that "hello world" merges to two tokens.
+    fn tiny_spm(add_space_prefix: bool) -> Tokenizer {
+        let mut tokens: Vec<String> = vec!["<unk>".into(), "<s>".into(), "</s>".into()];
+        let mut kinds = vec![TokenKind::Unknown, TokenKind::Control, TokenKind::Control];
+        let mut scores = vec![0.0; 3];
+        for b in 0..=255u8 {
+            tokens.push(format!("<0x{b:02X}>"));
+            kinds.push(TokenKind::Byte);
+            scores.push(0.0);
+        }
+        let words = [
+            "\u{2581}",
+            "h",
+            "e",
+            "l",
+            "o",
+            "w",
+            "r",
+            "d",
+            "he",
+            "ll",
+            "\u{2581}w",
+            "or",
+            "hell",
+            "\u{2581}wor",
+            "hello",
+            "\u{2581}worl",
+            "\u{2581}world",
+            "\u{2581}hello",
+        ];
+        for (i, w) in words.iter().enumerate() {
+            tokens.push((*w).to_string());
+            kinds.push(TokenKind::Normal);
+            scores.push(-(i as f32));
+        }
+        let specials = Specials {
+            bos: Some(1),
+            eos: Some(2),
+            eot: None,
+            unknown: Some(0),
+            add_bos: true,
+        };
+        Tokenizer::build_spm(tokens, kinds, scores, add_space_prefix, specials).unwrap()
+    }
+
+    fn token_strs(t: &Tokenizer, text: &str) -> Vec<String> {
+        let ids = t.encode(text).unwrap();
+        ids.iter()
+            .map(|i| t.token(*i).unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn sentencepiece_merges_by_score_and_falls_back_to_bytes() {
+        let t = tiny_spm(true);
+        assert_eq!(
+            token_strs(&t, "hello world"),
+            ["\u{2581}hello", "\u{2581}world"]
+        );
+        // After a special token the space prefix comes back.
+        assert_eq!(token_strs(&t, "<s>hello"), ["<s>", "\u{2581}hello"]);
+        // Characters no token covers become their UTF-8 bytes.
+        assert_eq!(token_strs(&t, "hé"), ["\u{2581}", "h", "<0xC3>", "<0xA9>"]);
+        for text in ["hello world", "héllo\nwörld 🦀", "  two  spaces"] {
+            let ids = t.encode(text).unwrap();
+            assert_eq!(t.decode(&ids), format!(" {text}"));
+            let mut stream = t.stream();
+            let mut shown: String = ids.iter().map(|&id| stream.push(id)).collect();
+            shown.push_str(&stream.finish());
+            assert_eq!(shown, text, "the leading space is not shown");
+        }
+        let plain = tiny_spm(false);
+        assert_eq!(token_strs(&plain, "hello"), ["hello"]);
+        assert!(plain.adds_bos());
     }
 
     #[test]

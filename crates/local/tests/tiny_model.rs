@@ -565,6 +565,45 @@ fn malformed_files_are_errors_not_panics() {
 }
 
 #[test]
+fn a_sentencepiece_vocabulary_is_read_from_the_file() {
+    use gguf_file::Value as V;
+    let n = vocab().tokens.len();
+    let scores = V::Array((0..n).map(|i| V::F32(-(i as f32))).collect());
+    let dir = tempfile::tempdir().unwrap();
+    let spm = vec![
+        (
+            "tokenizer.ggml.model".to_string(),
+            V::String("llama".into()),
+        ),
+        (
+            "tokenizer.ggml.add_space_prefix".to_string(),
+            V::Bool(false),
+        ),
+    ];
+    let mut with_scores = spm.clone();
+    with_scores.push(("tokenizer.ggml.scores".to_string(), scores));
+    let m = LocalModel::load(write_arch_with(
+        dir.path(),
+        false,
+        "llama",
+        false,
+        with_scores,
+    ))
+    .unwrap();
+    let t = m.tokenizer();
+    let ids = t.encode("hello").unwrap();
+    let strs: Vec<&str> = ids.iter().map(|i| t.token(*i).unwrap()).collect();
+    assert_eq!(strs, ["hello"]);
+    assert_eq!(t.decode(&ids), "hello");
+
+    let dir = tempfile::tempdir().unwrap();
+    let err = LocalModel::load(write_arch_with(dir.path(), false, "llama", false, spm))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tokenizer.ggml.scores"), "{err}");
+}
+
+#[test]
 fn hostile_headers_are_errors_not_panics() {
     use gguf_file::Value as V;
     let cases = [
