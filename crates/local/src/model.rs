@@ -28,6 +28,11 @@ pub(crate) struct Config {
     pub(crate) context_length: usize,
     pub(crate) rope_base: f32,
     pub(crate) rope_neox: bool,
+    /// Divides each rotary frequency: `rope_freqs.weight` (Llama 3.1+ long-context
+    /// scaling, stored by llama.cpp's converter) times a linear `rope.scaling.factor`.
+    pub(crate) rope_divisors: Option<Vec<f32>>,
+    /// `rope.scaling.type = linear`: positions are divided by this.
+    pub(crate) rope_linear: f32,
     pub(crate) rms_eps: f32,
     pub(crate) qkv_bias: bool,
 }
@@ -79,6 +84,14 @@ impl Config {
             )));
         }
         let rope_base = md.opt_f32(&key("rope.freq_base"))?.unwrap_or(10_000.0);
+        // YaRN and others change long-context behaviour only; they are not applied.
+        let rope_linear = match md.opt_string(&key("rope.scaling.type"))? {
+            Some("linear") => md
+                .opt_f32(&key("rope.scaling.factor"))?
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .unwrap_or(1.0),
+            _ => 1.0,
+        };
         let rms_eps = md
             .opt_f32(&key("attention.layer_norm_rms_epsilon"))?
             .unwrap_or(1e-6);
@@ -92,6 +105,8 @@ impl Config {
             context_length,
             rope_base,
             rope_neox,
+            rope_divisors: None,
+            rope_linear,
             rms_eps,
             qkv_bias,
         })
@@ -279,7 +294,7 @@ impl Transformer {
         content: &gguf_file::Content,
         reader: &mut R,
         path: &Path,
-        cfg: Config,
+        mut cfg: Config,
     ) -> Result<Self, LocalError> {
         let device = Device::Cpu;
         let mut l = Loader {
@@ -331,6 +346,15 @@ impl Transformer {
                 gate_up: l.linear(&[(&gate, ff), (&up, ff)], e, false)?,
                 down: l.linear(&[(&p("ffn_down"), e)], ff, false)?,
             });
+        }
+        if l.has("rope_freqs.weight") {
+            let factors: Vec<f32> = l
+                .read("rope_freqs.weight", &[cfg.head_dim / 2])?
+                .to_vec1()?;
+            if factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+                return Err(l.invalid("rope_freqs.weight holds a non-positive factor".into()));
+            }
+            cfg.rope_divisors = Some(factors);
         }
         let cache = KvCache::new(cfg.n_layer);
         Ok(Transformer {
@@ -469,8 +493,12 @@ fn rope_tables(
 ) -> candle_core::Result<(Tensor, Tensor)> {
     let half = c.head_dim / 2;
     let base = f64::from(c.rope_base);
+    let divisor = |i: usize| {
+        let factor = c.rope_divisors.as_ref().and_then(|d| d.get(i)).copied();
+        f64::from(factor.unwrap_or(1.0)) * f64::from(c.rope_linear)
+    };
     let inv_freq: Vec<f64> = (0..half)
-        .map(|i| 1.0 / base.powf((2 * i) as f64 / c.head_dim as f64))
+        .map(|i| 1.0 / (base.powf((2 * i) as f64 / c.head_dim as f64) * divisor(i)))
         .collect();
     let mut cos = Vec::with_capacity(seq * half);
     let mut sin = Vec::with_capacity(seq * half);
@@ -499,6 +527,40 @@ fn causal_mask(pos: usize, seq: usize, dev: &Device) -> candle_core::Result<Tens
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rope_divisors_and_linear_scaling_slow_the_rotation() {
+        let cfg = |divisors: Option<Vec<f32>>, linear: f32| Config {
+            n_layer: 1,
+            n_embd: 8,
+            n_head: 2,
+            n_kv_head: 2,
+            head_dim: 4,
+            n_ff: 8,
+            context_length: 64,
+            rope_base: 10_000.0,
+            rope_neox: false,
+            rope_divisors: divisors,
+            rope_linear: linear,
+            rms_eps: 1e-6,
+            qkv_bias: false,
+        };
+        let cos = |c: &Config, pos: usize| -> Vec<f32> {
+            let (cos, _) = rope_tables(c, pos, 1, &Device::Cpu).unwrap();
+            cos.flatten_all().unwrap().to_vec1().unwrap()
+        };
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+        let plain = cfg(None, 1.0);
+        // A divisor of 2 at position 10 turns as far as no divisor at position 5.
+        let halved = cfg(Some(vec![2.0, 2.0]), 1.0);
+        assert!(close(&cos(&halved, 10), &cos(&plain, 5)));
+        assert!(close(&cos(&cfg(None, 2.0), 10), &cos(&plain, 5)));
+        assert!(!close(&cos(&plain, 10), &cos(&plain, 5)));
+        // Per frequency: only the second one slows down.
+        let mixed = cos(&cfg(Some(vec![1.0, 4.0]), 1.0), 8);
+        assert!(close(&mixed[..1], &cos(&plain, 8)[..1]));
+        assert!(close(&mixed[1..], &cos(&plain, 2)[1..]));
+    }
 
     #[test]
     fn causal_mask_lets_each_query_see_only_the_past() {

@@ -112,16 +112,17 @@ fn write_model(dir: &Path, scripted: bool) -> PathBuf {
 
 /// Writes a model of architecture `arch`, with q/k/v biases when `biases`.
 fn write_arch(dir: &Path, scripted: bool, arch: &str, biases: bool) -> PathBuf {
-    write_arch_with(dir, scripted, arch, biases, Vec::new())
+    write_arch_with(dir, scripted, arch, biases, Vec::new(), Vec::new())
 }
 
-/// As [`write_arch`], with `extra` metadata written last (so it wins).
+/// As [`write_arch`], with `extra` metadata written last (so it wins) and more tensors.
 fn write_arch_with(
     dir: &Path,
     scripted: bool,
     arch: &str,
     biases: bool,
     extra: Vec<(String, gguf_file::Value)>,
+    extra_tensors: Vec<(String, QTensor)>,
 ) -> PathBuf {
     let v = vocab();
     let n_vocab = v.tokens.len();
@@ -228,6 +229,7 @@ fn write_arch_with(
         ),
     ];
     metadata.extend(extra);
+    tensors.extend(extra_tensors);
     let path = dir.join(if scripted {
         "scripted.gguf"
     } else {
@@ -565,6 +567,38 @@ fn malformed_files_are_errors_not_panics() {
 }
 
 #[test]
+fn rope_frequency_factors_from_the_file_change_positions() {
+    // Head dimension 16: eight rotary frequencies.
+    let factors = |f: f32| {
+        vec![(
+            "rope_freqs.weight".to_string(),
+            qt(vec![f; 8], &[8], GgmlDType::F32),
+        )]
+    };
+    let params = GenerationParams {
+        max_tokens: 24,
+        temperature: 1.0,
+        top_p: 0.95,
+        repeat_penalty: 1.0,
+        seed: 7,
+    };
+    let prompt = "<|im_start|>user\nhello world hello world<|im_end|>\n<|im_start|>assistant\n";
+    let run = |tensors| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_arch_with(dir.path(), false, "llama", false, Vec::new(), tensors);
+        let mut m = LocalModel::load(path).unwrap();
+        collect(&mut m, prompt, &params).0.text
+    };
+    let plain = run(Vec::new());
+    assert_eq!(run(factors(1.0)), plain, "factors of 1 change nothing");
+    assert_ne!(run(factors(64.0)), plain, "factors are applied");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_arch_with(dir.path(), false, "llama", false, Vec::new(), factors(0.0));
+    let err = LocalModel::load(bad).unwrap_err().to_string();
+    assert!(err.contains("rope_freqs.weight"), "{err}");
+}
+
+#[test]
 fn a_sentencepiece_vocabulary_is_read_from_the_file() {
     use gguf_file::Value as V;
     let n = vocab().tokens.len();
@@ -588,6 +622,7 @@ fn a_sentencepiece_vocabulary_is_read_from_the_file() {
         "llama",
         false,
         with_scores,
+        Vec::new(),
     ))
     .unwrap();
     let t = m.tokenizer();
@@ -597,9 +632,16 @@ fn a_sentencepiece_vocabulary_is_read_from_the_file() {
     assert_eq!(t.decode(&ids), "hello");
 
     let dir = tempfile::tempdir().unwrap();
-    let err = LocalModel::load(write_arch_with(dir.path(), false, "llama", false, spm))
-        .unwrap_err()
-        .to_string();
+    let err = LocalModel::load(write_arch_with(
+        dir.path(),
+        false,
+        "llama",
+        false,
+        spm,
+        Vec::new(),
+    ))
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("tokenizer.ggml.scores"), "{err}");
 }
 
@@ -620,7 +662,14 @@ fn hostile_headers_are_errors_not_panics() {
     ];
     for (name, (key, value), expect) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let path = write_arch_with(dir.path(), false, "llama", false, vec![(key.into(), value)]);
+        let path = write_arch_with(
+            dir.path(),
+            false,
+            "llama",
+            false,
+            vec![(key.into(), value)],
+            Vec::new(),
+        );
         let err = LocalModel::load(&path).unwrap_err().to_string();
         assert!(err.contains(expect) && !err.contains('\n'), "{name}: {err}");
     }
