@@ -141,14 +141,18 @@ pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow
     let mut withheld = None;
     let project = workspace.join(".whittle").join("config.toml");
     if let Some(mut config) = read_file_config(&project)? {
-        if let Some(w) = Widening::of(&project, &config)
+        let base = layers
+            .first()
+            .and_then(|(_, user): &(PathBuf, FileConfig)| user.permission_mode)
+            .unwrap_or_default();
+        if let Some(w) = Widening::of(&project, &config, base)
             && !args.trust_project
             && !trust::is_trusted(env, &workspace)
         {
             if ask.is_some_and(|ask| ask(&w)) {
                 trust::remember(env, &workspace)?;
             } else {
-                Widening::withhold(&mut config);
+                Widening::withhold(&mut config, base);
                 withheld = Some(w);
             }
         }

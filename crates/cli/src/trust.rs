@@ -24,9 +24,12 @@ pub struct Widening {
 }
 
 impl Widening {
-    /// What a project config asks for, if it asks for more than the defaults.
-    pub fn of(path: &Path, config: &FileConfig) -> Option<Widening> {
-        let permission_mode = config.permission_mode.filter(|m| asks_less(*m));
+    /// What a project config asks for beyond `base`, the permission mode
+    /// that applies without it (the user's, else `default`).
+    pub fn of(path: &Path, config: &FileConfig, base: PermissionMode) -> Option<Widening> {
+        let permission_mode = config
+            .permission_mode
+            .filter(|m| strictness(*m) < strictness(base));
         let w = Widening {
             path: path.to_path_buf(),
             hooks: config.hooks.len(),
@@ -38,10 +41,13 @@ impl Widening {
 
     /// Removes what [`Widening::of`] found from `config`; the rest (model,
     /// limits, prompt text) still applies.
-    pub fn withhold(config: &mut FileConfig) {
+    pub fn withhold(config: &mut FileConfig, base: PermissionMode) {
         config.hooks.clear();
         config.allow.clear();
-        if config.permission_mode.is_some_and(asks_less) {
+        if config
+            .permission_mode
+            .is_some_and(|m| strictness(m) < strictness(base))
+        {
             config.permission_mode = None;
         }
     }
@@ -75,9 +81,14 @@ impl Widening {
     }
 }
 
-/// Modes that ask fewer questions than `default`.
-fn asks_less(mode: PermissionMode) -> bool {
-    matches!(mode, PermissionMode::AcceptEdits | PermissionMode::Yolo)
+/// Higher asks more: a project may tighten the mode, never loosen it.
+fn strictness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Yolo => 0,
+        PermissionMode::AcceptEdits => 1,
+        PermissionMode::Default => 2,
+        PermissionMode::ReadOnly => 3,
+    }
 }
 
 /// Where trusted folders are remembered: `trusted-folders` next to the user
@@ -144,7 +155,8 @@ mod tests {
             "model = \"openai:gpt-5\"\npermission_mode = \"read-only\"\nmax_turns = 3\n",
         )
         .unwrap();
-        assert_eq!(Widening::of(path, &mild), None);
+        let base = PermissionMode::Default;
+        assert_eq!(Widening::of(path, &mild, base), None);
         let mut wide = parse_file_config(
             r#"
 model = "openai:gpt-5"
@@ -156,7 +168,7 @@ command = "true"
 "#,
         )
         .unwrap();
-        let w = Widening::of(path, &wide).unwrap();
+        let w = Widening::of(path, &wide, base).unwrap();
         assert_eq!((w.hooks, w.allow), (1, 2));
         assert_eq!(w.permission_mode, Some(PermissionMode::Yolo));
         assert_eq!(
@@ -164,12 +176,17 @@ command = "true"
             "1 hook (commands it runs), 2 allow rules, permission_mode yolo"
         );
         assert!(w.ignored_notice().contains("/w/.whittle/config.toml"));
-        Widening::withhold(&mut wide);
-        assert_eq!(Widening::of(path, &wide), None);
+        Widening::withhold(&mut wide, base);
+        assert_eq!(Widening::of(path, &wide, base), None);
         assert!(wide.model.is_some());
         let mut strict = mild;
-        Widening::withhold(&mut strict);
+        Widening::withhold(&mut strict, base);
         assert_eq!(strict.permission_mode, Some(PermissionMode::ReadOnly));
+        // Against a read-only user config, `default` loosens too.
+        let lax = parse_file_config("permission_mode = \"default\"").unwrap();
+        assert_eq!(Widening::of(path, &lax, base), None);
+        let w = Widening::of(path, &lax, PermissionMode::ReadOnly).unwrap();
+        assert_eq!(w.permission_mode, Some(PermissionMode::Default));
     }
 
     #[test]
