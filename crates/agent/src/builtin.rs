@@ -2,6 +2,7 @@
 //! `compact` and `task` (a subagent).
 
 use crate::agent::{Agent, AgentConfig, COMPACT_ACK, DenyAsks, TurnOutcome};
+use crate::hooks::Hooks;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub struct TaskTool {
     provider: Arc<dyn Provider>,
     tools: ToolRegistry,
     config: AgentConfig,
+    hooks: Hooks,
 }
 
 impl TaskTool {
@@ -75,7 +77,15 @@ impl TaskTool {
             provider,
             tools,
             config,
+            hooks: Hooks::new(),
         }
+    }
+
+    /// Runs the session's hooks inside subagents too (their tool calls and
+    /// compactions; see [`Hooks::for_subagent`]).
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 }
 
@@ -119,7 +129,8 @@ impl Tool for TaskTool {
                 self.config.clone(),
             )
             .with_policy(PermissionPolicy::new(PermissionMode::ReadOnly))
-            .with_approver(Box::new(DenyAsks));
+            .with_approver(Box::new(DenyAsks))
+            .with_hooks(self.hooks.for_subagent());
             let mut sink = |_| {};
             match agent.run_turn(prompt, &mut sink, ctx.cancel_token()).await {
                 Ok(TurnOutcome::Done { text }) => ToolOutput::ok(text),

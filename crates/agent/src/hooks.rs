@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+use whittle_tools::GroupGuard;
 
 /// The points of the loop where hooks run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -174,6 +175,7 @@ impl CommandHook {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
         {
@@ -182,6 +184,8 @@ impl CommandHook {
                 return HookDecision::Warn(format!("hook `{}` did not start: {e}", self.command));
             }
         };
+        // A timed-out or abandoned hook takes everything it started with it.
+        let mut group = GroupGuard::new(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             // A hook that does not read its input is fine.
             let _ = stdin.write_all(&payload).await;
@@ -189,7 +193,11 @@ impl CommandHook {
         let timeout = self
             .timeout_secs
             .map_or(Self::DEFAULT_TIMEOUT, Duration::from_secs);
-        match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        let finished = tokio::time::timeout(timeout, child.wait_with_output()).await;
+        if finished.is_ok() {
+            group.disarm();
+        }
+        match finished {
             Err(_) => HookDecision::Warn(format!(
                 "hook `{}` timed out after {}s and was killed",
                 self.command,
@@ -222,6 +230,8 @@ impl CommandHook {
 pub struct Hooks {
     callbacks: Vec<Arc<dyn Hook>>,
     commands: Vec<CommandHook>,
+    /// When set, only these events run hooks.
+    only: Option<&'static [HookKind]>,
 }
 
 impl Hooks {
@@ -240,6 +250,21 @@ impl Hooks {
         self.commands.extend(commands);
     }
 
+    /// The same hooks for a subagent: its tool calls and compactions run
+    /// them (a hook that guards `read_file` guards it there too), while its
+    /// prompt and its end belong to the parent's `task` call.
+    pub fn for_subagent(&self) -> Hooks {
+        Hooks {
+            only: Some(&[
+                HookKind::PreToolUse,
+                HookKind::PostToolUse,
+                HookKind::PreCompact,
+                HookKind::PostCompact,
+            ]),
+            ..self.clone()
+        }
+    }
+
     /// Runs every hook for `event`, in order; the first block wins. Warnings
     /// from hooks that failed are collected in `warnings`.
     pub async fn run(
@@ -248,6 +273,9 @@ impl Hooks {
         workspace: &Path,
         warnings: &mut Vec<String>,
     ) -> Option<String> {
+        if self.only.is_some_and(|only| !only.contains(&event.kind())) {
+            return None;
+        }
         for hook in &self.callbacks {
             match hook.on_event(event, workspace).await {
                 HookDecision::Continue => {}
@@ -337,7 +365,8 @@ mod tests {
             CommandHook {
                 event: HookKind::PreToolUse,
                 matcher: None,
-                command: "sleep 30".into(),
+                // A child of the hook's shell, which must die with it.
+                command: "sleep 30 & echo $! > child.pid; wait".into(),
                 timeout_secs: Some(1),
             },
         ]);
@@ -350,5 +379,56 @@ mod tests {
         );
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[1].contains("timed out"));
+        let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+        // Killed and reaped by init once its group is gone; `kill -0` then fails.
+        let mut alive = true;
+        for _ in 0..100 {
+            let status = std::process::Command::new("kill")
+                .args(["-0", pid.trim()])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            alive = status.success();
+            if !alive {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!alive, "the hook's child {pid} outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn subagent_hooks_run_on_tools_and_not_on_prompts_or_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut hooks = Hooks::new();
+        for event in [
+            HookKind::PreToolUse,
+            HookKind::UserPromptSubmit,
+            HookKind::Stop,
+        ] {
+            hooks.add_commands([CommandHook {
+                event,
+                matcher: None,
+                command: "echo no >&2; exit 2".into(),
+                timeout_secs: None,
+            }]);
+        }
+        let sub = hooks.for_subagent();
+        let mut warnings = Vec::new();
+        let prompt = HookEvent::UserPromptSubmit {
+            prompt: "look around".into(),
+        };
+        assert!(
+            hooks
+                .run(&prompt, dir.path(), &mut warnings)
+                .await
+                .is_some()
+        );
+        assert_eq!(sub.run(&prompt, dir.path(), &mut warnings).await, None);
+        assert!(
+            sub.run(&pre_tool("read_file"), dir.path(), &mut warnings)
+                .await
+                .is_some()
+        );
     }
 }

@@ -117,13 +117,13 @@ pub fn open(
     let config = agent_config(settings, &spec, context_window);
     let mut tools = ToolRegistry::builtin();
     tools.register(Arc::new(CompactTool));
-    let task = TaskTool::new(provider.clone(), &tools, config.clone());
+    let mut hooks = Hooks::new();
+    hooks.add_commands(settings.hooks.iter().cloned());
+    let task = TaskTool::new(provider.clone(), &tools, config.clone()).with_hooks(hooks.clone());
     tools.register(Arc::new(task));
     let policy = PermissionPolicy::new(settings.permission_mode)
         .with_allow_strs(&settings.allow)?
         .with_trusted_tools(TRUSTED_TOOLS);
-    let mut hooks = Hooks::new();
-    hooks.add_commands(settings.hooks.iter().cloned());
     let mut agent = Agent::new(provider, tools, config)
         .with_policy(policy)
         .with_approver(approver)

@@ -1401,3 +1401,43 @@ fn thinking_and_effort_reach_every_call_including_the_summary() {
     assert!(stderr(&out).contains("at least 1024"), "{}", stderr(&out));
     h.assert_clean();
 }
+
+#[test]
+fn hooks_from_the_config_guard_the_subagent_tools_too() {
+    let h = Harness::new();
+    std::fs::write(
+        h.config_home().join("whittle").join("config.toml"),
+        r#"
+[[hooks]]
+event = "PreToolUse"
+matcher = "read_file"
+command = "echo 'no secrets here' >&2; exit 2"
+"#,
+    )
+    .unwrap();
+    std::fs::write(h.ws().join(".env"), "TOKEN=hunter2-value\n").unwrap();
+    h.server.push(Reply::tool_use(
+        "t1",
+        "task",
+        json!({"description": "look", "prompt": "read .env and report"}),
+    ));
+    h.server
+        .push(Reply::tool_use("r1", "read_file", json!({"path": ".env"})));
+    h.server.push(Reply::text("The hook refused the file."));
+    h.server
+        .push(Reply::text("The subagent could not read it."));
+    let out = h.run(&["-p", "what is in .env?"]);
+    assert_success(&out);
+    let requests = h.requests();
+    assert_eq!(requests.len(), 4);
+    let refused = result_text(&tool_result(&requests[2].body, "r1"));
+    assert!(refused.contains("no secrets here"), "{refused}");
+    for r in &requests {
+        assert!(
+            !r.body.to_string().contains("hunter2"),
+            "request {}",
+            r.number
+        );
+    }
+    h.assert_clean();
+}

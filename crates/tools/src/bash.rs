@@ -67,20 +67,31 @@ enum Ending {
     Cancelled,
 }
 
-/// Kills the process group when dropped while armed, so a run whose future
-/// is dropped (the agent gave up on it) leaves nothing behind.
-struct GroupGuard {
+/// Kills a process group when dropped while armed, so a run whose future
+/// is dropped (the agent gave up on it, or it timed out) leaves nothing
+/// behind. The child must have been started with `process_group(0)`.
+pub struct GroupGuard {
     pgid: Option<Pid>,
 }
 
 impl GroupGuard {
-    fn kill(&self) {
+    /// Guards the group led by the child with process id `pid` (none when
+    /// the child has already been reaped).
+    pub fn new(pid: Option<u32>) -> Self {
+        GroupGuard {
+            pgid: pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
+        }
+    }
+
+    /// Kills the whole group now.
+    pub fn kill(&self) {
         if let Some(pgid) = self.pgid {
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
 
-    fn disarm(&mut self) {
+    /// The run ended on its own: dropping the guard leaves the group alone.
+    pub fn disarm(&mut self) {
         self.pgid = None;
     }
 }
@@ -183,12 +194,7 @@ impl BashTool {
                 ));
             }
         };
-        let mut guard = GroupGuard {
-            pgid: child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .map(Pid::from_raw),
-        };
+        let mut guard = GroupGuard::new(child.id());
         let mut rx = match pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
             Ok(rx) => rx,
             Err(e) => return ToolOutput::error(format!("bash: cannot read the output: {e}")),

@@ -20,7 +20,7 @@ mod tool;
 mod truncate;
 mod write_file;
 
-pub use bash::BashTool;
+pub use bash::{BashTool, GroupGuard};
 pub use permission::{AllowRule, AllowRuleError, Decision, PermissionMode, PermissionPolicy};
 pub use read_file::ReadFileTool;
 pub use registry::ToolRegistry;
