@@ -346,6 +346,28 @@ fn reactive_compact_keeps_the_newest_five_pair_safe() {
 }
 
 #[test]
+fn reactive_compact_never_grows_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path());
+    // A short prefix before the kept tail, and a summary far longer than it.
+    let mut h = History::new(vec![Message::user("task")]);
+    h.push(Message::assistant("ok"));
+    for i in 0..3 {
+        h.push(Message::user(format!("step {i}")));
+        h.push(Message::assistant("done"));
+    }
+    let before = h.clone();
+    let mut s = Recording {
+        reply: Some("a very long summary ".repeat(500)),
+        ..Recording::default()
+    };
+    let report = c.reactive_compact(&mut h, "task", &mut s);
+    assert!(!report.applied(), "{report:?}");
+    assert_eq!(h, before);
+    assert!(report.after <= report.before);
+}
+
+#[test]
 fn micro_compact_acts_only_in_steps_of_at_least_clear_at_least() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path());

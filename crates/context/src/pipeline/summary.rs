@@ -91,9 +91,16 @@ pub fn reactive_compact(
             return report;
         };
         let replacement = compacted_message(REACTIVE_HEADER, request, &summary, &transcript);
-        history.splice(0..tail_start, vec![replacement]);
-        report.changed = tail_start;
-        report.outcome = Outcome::Applied;
+        let replaced: usize = messages[..tail_start].iter().map(Message::chars).sum();
+        // Never grow the context: a summary longer than what it replaces is dropped.
+        if replacement.chars() < replaced {
+            history.splice(0..tail_start, vec![replacement]);
+            report.changed = tail_start;
+            report.outcome = Outcome::Applied;
+        } else {
+            report.outcome =
+                Outcome::NotApplied("the summary is not smaller than what it replaces".into());
+        }
     }
     if let Some(fit) = fit_results_to(
         history,
