@@ -225,6 +225,35 @@ pub struct UsageTotals {
     pub cache_write: u64,
 }
 
+/// Usage totals shared between an agent and its subagents, so that `/cost`
+/// counts every call made on the session's behalf.
+#[derive(Clone, Debug, Default)]
+pub struct UsageMeter(Arc<std::sync::Mutex<UsageTotals>>);
+
+impl UsageMeter {
+    /// The totals so far.
+    pub fn totals(&self) -> UsageTotals {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, u: &Usage) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .add(u);
+    }
+
+    fn set(&self, totals: UsageTotals) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = totals;
+    }
+}
+
 impl UsageTotals {
     fn add(&mut self, u: &Usage) {
         // Saturating: the numbers come from the server.
@@ -277,7 +306,9 @@ pub struct Agent {
     request: String,
     tool_ctx: ToolContext,
     config: AgentConfig,
-    usage: UsageTotals,
+    usage: UsageMeter,
+    /// Usage of summary calls, counted and logged after their compaction.
+    summary_usage: Vec<Usage>,
     approved: HashSet<String>,
     last_transcript: Option<PathBuf>,
 }
@@ -307,7 +338,8 @@ impl Agent {
             session: None,
             request: String::new(),
             config,
-            usage: UsageTotals::default(),
+            usage: UsageMeter::default(),
+            summary_usage: Vec::new(),
             approved: HashSet::new(),
             last_transcript: None,
         }
@@ -331,6 +363,17 @@ impl Agent {
         self
     }
 
+    /// Adds this agent's usage to `meter` (a subagent shares its parent's).
+    pub fn with_usage_meter(mut self, meter: UsageMeter) -> Self {
+        self.usage = meter;
+        self
+    }
+
+    /// The meter this agent's usage goes to.
+    pub fn usage_meter(&self) -> UsageMeter {
+        self.usage.clone()
+    }
+
     /// Starts logging to a new session in `.whittle/sessions/`.
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");
@@ -346,11 +389,15 @@ impl Agent {
         self.session = Some(writer);
         self.history = History::new(state.history);
         self.request = state.request;
-        self.usage.input = state.usage[0];
-        self.usage.output = state.usage[1];
-        self.usage.cache_read = state.usage[2];
-        self.usage.cache_write = state.usage[3];
-        self.usage.calls = state.calls;
+        // The log holds all input tokens; the totals keep uncached input apart.
+        let [input, output, cache_read, cache_write] = state.usage;
+        self.usage.set(UsageTotals {
+            calls: state.calls,
+            input: input.saturating_sub(cache_read).saturating_sub(cache_write),
+            output,
+            cache_read,
+            cache_write,
+        });
         if state.repairs > 0
             && let Some(repair) = self.history.last().cloned()
         {
@@ -384,9 +431,9 @@ impl Agent {
         &self.config
     }
 
-    /// Token usage so far.
+    /// Token usage so far, summaries and subagents included.
     pub fn usage(&self) -> UsageTotals {
-        self.usage
+        self.usage.totals()
     }
 
     /// The model's task list.
@@ -514,16 +561,10 @@ impl Agent {
             };
             reactive_used = false;
             calls += 1;
-            self.usage.add(&response.usage);
+            self.count_usage(&response.usage)?;
             self.compactor
                 .meter_mut()
                 .observe(&self.history, response.usage.total_input_tokens());
-            self.log(SessionRecord::Usage {
-                input_tokens: response.usage.total_input_tokens(),
-                output_tokens: response.usage.output_tokens,
-                cache_read_tokens: response.usage.cache_read_input_tokens,
-                cache_write_tokens: response.usage.cache_creation_input_tokens,
-            })?;
             sink.on_event(AgentEvent::Usage(response.usage));
 
             let mut message = response.message;
@@ -623,13 +664,26 @@ impl Agent {
         }
         let mut summarizer = self.summarizer().with_cancel(cancel.clone());
         let request = self.request.clone();
-        tokio::task::block_in_place(|| {
+        let result = tokio::task::block_in_place(|| {
             run(
                 &mut self.compactor,
                 &mut self.history,
                 &request,
                 &mut summarizer,
             )
+        });
+        self.summary_usage.extend(summarizer.take_usage());
+        result
+    }
+
+    /// Adds one call's usage to the totals and the session log.
+    fn count_usage(&mut self, usage: &Usage) -> Result<(), AgentError> {
+        self.usage.add(usage);
+        self.log(SessionRecord::Usage {
+            input_tokens: usage.total_input_tokens(),
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_input_tokens,
+            cache_write_tokens: usage.cache_creation_input_tokens,
         })
     }
 
@@ -650,6 +704,10 @@ impl Agent {
         reports: &[StepReport],
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
+        for usage in std::mem::take(&mut self.summary_usage) {
+            self.count_usage(&usage)?;
+            sink.on_event(AgentEvent::Usage(usage));
+        }
         let applied: Vec<&StepReport> = reports.iter().filter(|r| r.applied()).collect();
         for r in reports {
             if let Some(t) = r.transcript() {

@@ -1,7 +1,7 @@
 //! The tools that belong to the loop rather than to the workspace:
 //! `compact` and `task` (a subagent).
 
-use crate::agent::{Agent, AgentConfig, COMPACT_ACK, DenyAsks, TurnOutcome};
+use crate::agent::{Agent, AgentConfig, COMPACT_ACK, DenyAsks, TurnOutcome, UsageMeter};
 use crate::hooks::Hooks;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -54,6 +54,7 @@ pub struct TaskTool {
     tools: ToolRegistry,
     config: AgentConfig,
     hooks: Hooks,
+    usage: Option<UsageMeter>,
 }
 
 impl TaskTool {
@@ -78,7 +79,15 @@ impl TaskTool {
             tools,
             config,
             hooks: Hooks::new(),
+            usage: None,
         }
+    }
+
+    /// Counts subagents' model calls in `meter` (the parent's), so the
+    /// session's cost includes them.
+    pub fn with_usage_meter(mut self, meter: UsageMeter) -> Self {
+        self.usage = Some(meter);
+        self
     }
 
     /// Runs the session's hooks inside subagents too (their tool calls and
@@ -131,6 +140,9 @@ impl Tool for TaskTool {
             .with_policy(PermissionPolicy::new(PermissionMode::ReadOnly))
             .with_approver(Box::new(DenyAsks))
             .with_hooks(self.hooks.for_subagent());
+            if let Some(meter) = &self.usage {
+                agent = agent.with_usage_meter(meter.clone());
+            }
             let mut sink = |_| {};
             match agent.run_turn(prompt, &mut sink, ctx.cancel_token()).await {
                 Ok(TurnOutcome::Done { text }) => ToolOutput::ok(text),

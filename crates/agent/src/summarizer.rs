@@ -6,7 +6,7 @@ use whittle_context::summarize::{
     CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer, SummaryInput,
 };
 use whittle_context::{Message, Role};
-use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, complete};
+use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
 
 /// A [`Summarizer`] that asks a provider.
 ///
@@ -22,6 +22,8 @@ pub struct ProviderSummarizer {
     max_tokens: u32,
     reasoning: Reasoning,
     cancel: CancellationToken,
+    /// Usage of each call made, until taken.
+    usage: Vec<Usage>,
 }
 
 impl ProviderSummarizer {
@@ -41,7 +43,14 @@ impl ProviderSummarizer {
             max_tokens,
             reasoning: Reasoning::default(),
             cancel: CancellationToken::new(),
+            usage: Vec::new(),
         }
+    }
+
+    /// The usage of every call made since the last time, so a session's
+    /// totals include its summaries.
+    pub fn take_usage(&mut self) -> Vec<Usage> {
+        std::mem::take(&mut self.usage)
     }
 
     /// Sends continuation summaries with the conversation's own reasoning
@@ -116,6 +125,7 @@ impl Summarizer for ProviderSummarizer {
         };
         match result {
             Ok(response) => {
+                self.usage.push(response.usage);
                 debug_assert_eq!(response.message.role(), Role::Assistant);
                 let text = response.message.text();
                 if text.trim().is_empty() {

@@ -7,8 +7,8 @@ use crate::providers::{Connection, choose_model, connect};
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
-    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, find_session,
-    system_prompt,
+    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, UsageMeter,
+    find_session, system_prompt,
 };
 use whittle_context::{Limits, TokenBudget};
 use whittle_llm::{ModelSpec, model_facts_with};
@@ -119,7 +119,10 @@ pub fn open(
     tools.register(Arc::new(CompactTool));
     let mut hooks = Hooks::new();
     hooks.add_commands(settings.hooks.iter().cloned());
-    let task = TaskTool::new(provider.clone(), &tools, config.clone()).with_hooks(hooks.clone());
+    let usage = UsageMeter::default();
+    let task = TaskTool::new(provider.clone(), &tools, config.clone())
+        .with_hooks(hooks.clone())
+        .with_usage_meter(usage.clone());
     tools.register(Arc::new(task));
     let policy = PermissionPolicy::new(settings.permission_mode)
         .with_allow_strs(&settings.allow)?
@@ -127,7 +130,8 @@ pub fn open(
     let mut agent = Agent::new(provider, tools, config)
         .with_policy(policy)
         .with_approver(approver)
-        .with_hooks(hooks);
+        .with_hooks(hooks)
+        .with_usage_meter(usage);
     let resumed = match session_to_resume(settings, args)? {
         Some(path) => {
             let repairs = agent.resume_session(&path)?;

@@ -491,7 +491,8 @@ fn the_repl_runs_slash_commands_from_stdin() {
         "{text}"
     );
     assert!(text.contains("Next: write the parser."));
-    assert!(text.contains("model calls        2"), "{text}");
+    // Two answers and the summary: summaries are paid for too.
+    assert!(text.contains("model calls        3"), "{text}");
     assert!(text.contains("unknown command /frobnicate"));
     assert!(text.contains("/compact [focus]"), "help");
     let requests = h.requests();
@@ -1426,8 +1427,13 @@ command = "echo 'no secrets here' >&2; exit 2"
     h.server.push(Reply::text("The hook refused the file."));
     h.server
         .push(Reply::text("The subagent could not read it."));
-    let out = h.run(&["-p", "what is in .env?"]);
+    let out = h.run(&["--output-format", "json", "-p", "what is in .env?"]);
     assert_success(&out);
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        v["usage"]["model_calls"], 4,
+        "the subagent's calls count: {v}"
+    );
     let requests = h.requests();
     assert_eq!(requests.len(), 4);
     let refused = result_text(&tool_result(&requests[2].body, "r1"));
