@@ -11,7 +11,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use whittle_agent::{AgentError, AgentEvent, DenyAsks, EventSink, TurnOutcome, UsageTotals};
 use whittle_context::StepReport;
-use whittle_context::replay::Prices;
 
 /// Exit status when the task used every allowed model call.
 pub const MAX_TURNS_EXIT: u8 = 3;
@@ -137,7 +136,7 @@ pub async fn run(
                 "session_id": session_id,
                 "model": model,
                 "usage": usage_json(&usage),
-                "cost_usd": usage.cost_usd(&Prices::default()),
+                "cost_usd": usage.cost_usd(&session.prices()),
                 "compactions": sink.compactions.iter().map(report_json).collect::<Vec<_>>(),
             });
             print_json_line(&result);

@@ -19,7 +19,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
-use whittle_context::replay::Prices;
 
 /// The prompt.
 const PROMPT: &str = "> ";
@@ -239,7 +238,7 @@ fn slash(
             };
             out_line(&render_context(&agent.context_breakdown(), unit, out));
         }
-        SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &Prices::default())),
+        SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &session.prices())),
         SlashCommand::Clear => match agent.clear() {
             Ok(()) => out_line("conversation cleared (the session log keeps everything)"),
             Err(e) => renderer.error(&one_line(&e.to_string())),

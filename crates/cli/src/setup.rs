@@ -10,8 +10,9 @@ use whittle_agent::{
     Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, UsageMeter,
     find_session, system_prompt,
 };
+use whittle_context::replay::Prices;
 use whittle_context::{Limits, TokenBudget};
-use whittle_llm::{ModelSpec, model_facts_with};
+use whittle_llm::{ModelSpec, ProviderKind, model_facts_with};
 use whittle_tools::{PermissionPolicy, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.
@@ -29,6 +30,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// The prices `/cost` and `-p --output-format json` estimate with.
+    pub fn prices(&self) -> Prices {
+        prices_for(self.spec.provider)
+    }
+
     /// Starts the session log unless one is open (a new session is logged
     /// only once there is something to log).
     pub fn ensure_logging(&mut self) -> anyhow::Result<()> {
@@ -36,6 +42,18 @@ impl Session {
             self.agent.start_session()?;
         }
         Ok(())
+    }
+}
+
+/// The default price table, except that the local model costs nothing.
+fn prices_for(provider: ProviderKind) -> Prices {
+    match provider {
+        ProviderKind::Local => Prices {
+            input: 0.0,
+            output: 0.0,
+            ..Prices::default()
+        },
+        ProviderKind::Anthropic | ProviderKind::OpenAi => Prices::default(),
     }
 }
 
@@ -219,5 +237,13 @@ mod tests {
         assert_eq!(c.limits.context_limit, 4_500, "(10000 - 1000) * 0.5");
         let c = agent_config(&s, &spec("local:/m/smol.gguf"), Some(8_192));
         assert_eq!(c.context_window, 8_192, "the provider wins over the table");
+    }
+
+    #[test]
+    fn the_local_model_costs_nothing() {
+        let local = prices_for(ProviderKind::Local);
+        assert_eq!((local.input, local.output), (0.0, 0.0));
+        let hosted = prices_for(ProviderKind::Anthropic);
+        assert!(hosted.input > 0.0 && hosted.output > hosted.input);
     }
 }
