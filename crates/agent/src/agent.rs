@@ -724,6 +724,7 @@ impl Agent {
         let (Some(first), Some(last)) = (applied.first(), applied.last()) else {
             return Ok(());
         };
+        let from = self.history.take_edited_from();
         let record = SessionRecord::Compaction {
             step: applied
                 .iter()
@@ -737,7 +738,8 @@ impl Agent {
                 .iter()
                 .flat_map(|r| r.paths.iter().cloned())
                 .collect(),
-            messages: self.history.messages().to_vec(),
+            from,
+            messages: self.history.messages()[from..].to_vec(),
         };
         self.log(record)?;
         for r in applied {

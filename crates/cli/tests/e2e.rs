@@ -155,6 +155,18 @@ fn assert_success(o: &Output) {
     );
 }
 
+/// Removes the cache breakpoints, which move from request to request.
+fn strip_cache_control(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("cache_control");
+            m.values_mut().for_each(strip_cache_control);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
+}
+
 /// Text of a message whose content is a string or blocks.
 fn message_text(message: &Value) -> String {
     match &message["content"] {
@@ -291,6 +303,40 @@ fn experiment_1_earlier_results_become_saved_placeholders() {
     }
     assert!(stderr(&out).contains("[auto compact]"), "{}", stderr(&out));
     assert!(stderr(&out).contains("micro_compact"));
+
+    // The log holds only what compaction changed, yet a resumed session sees
+    // exactly the compacted history the model saw last, then its answer.
+    h.server.push(Reply::text("Resumed."));
+    assert_success(&h.run(&["--preset", "teaching", "--continue", "-p", "go on"]));
+    let without_breakpoints = |v: &Value| {
+        let mut v = v.clone();
+        strip_cache_control(&mut v);
+        v.as_array().unwrap().clone()
+    };
+    let resumed = without_breakpoints(&h.requests()[6].body["messages"]);
+    let last = without_breakpoints(&sixth["messages"]);
+    assert!(
+        resumed[..last.len()] == last[..],
+        "the resumed history differs from the one last sent"
+    );
+    let log = walk(&h.state().join("sessions"))
+        .into_iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect::<String>();
+    let froms: Vec<u64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "compaction")
+        .map(|r| r["from"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !froms.is_empty() && froms.iter().all(|&f| f >= 2),
+        "compactions log only from the first edited message: {froms:?}"
+    );
+    assert_eq!(
+        message_text(&resumed[last.len()]),
+        "All five READMEs use numbered headings."
+    );
     h.assert_clean();
 }
 

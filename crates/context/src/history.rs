@@ -17,6 +17,8 @@ pub struct History {
     epoch: u64,
     /// Messages `..unchanged` are byte-identical since the last [`History::mark`].
     unchanged: usize,
+    /// Messages `..saved` are unedited since the last [`History::take_edited_from`].
+    saved: usize,
 }
 
 /// Where a tool_result block sits in a history.
@@ -34,6 +36,7 @@ impl History {
         let message_chars = messages.iter().map(Message::chars).sum();
         History {
             unchanged: messages.len(),
+            saved: messages.len(),
             messages,
             message_chars,
             epoch: 0,
@@ -90,8 +93,22 @@ impl History {
 
     /// Appends a message.
     pub fn push(&mut self, message: Message) {
+        // An append is saved by whoever appends (a log writes each message).
+        if self.saved == self.messages.len() {
+            self.saved += 1;
+        }
         self.message_chars += message.chars();
         self.messages.push(message);
+    }
+
+    /// The first message edited (not appended) since the previous call, then
+    /// starts over. A log that saved the history then needs only
+    /// `messages()[from..]` to save it again: compaction that touched only
+    /// the newest result costs one message, not the whole history.
+    pub fn take_edited_from(&mut self) -> usize {
+        let from = self.saved.min(self.messages.len());
+        self.saved = self.messages.len();
+        from
     }
 
     /// Removes and returns the newest message.
@@ -100,6 +117,7 @@ impl History {
         self.message_chars -= m.chars();
         self.epoch += 1;
         self.unchanged = self.unchanged.min(self.messages.len());
+        self.saved = self.saved.min(self.messages.len());
         Some(m)
     }
 
@@ -111,6 +129,7 @@ impl History {
         self.message_chars = self.message_chars + message.chars() - before;
         self.epoch += 1;
         self.unchanged = self.unchanged.min(at.message);
+        self.saved = self.saved.min(at.message);
         Some(old)
     }
 
@@ -142,6 +161,7 @@ impl History {
         self.message_chars = self.message_chars + added - removed;
         self.epoch += 1;
         self.unchanged = self.unchanged.min(start);
+        self.saved = self.saved.min(start);
     }
 
     /// Replaces every message.
@@ -208,6 +228,23 @@ mod tests {
 
     fn actual(h: &History) -> usize {
         serde_json::to_string(h).unwrap().chars().count()
+    }
+
+    #[test]
+    fn edits_since_the_last_save_are_found_and_appends_are_not() {
+        let mut h = History::new(vec![Message::user("a"), Message::assistant("b")]);
+        assert_eq!(h.take_edited_from(), 2, "nothing edited");
+        h.push(Message::user("c"));
+        h.push(Message::assistant("d"));
+        assert_eq!(h.take_edited_from(), 4, "appends are saved by their writer");
+        h.push(Message::user("e"));
+        h.splice(3..4, vec![Message::assistant("D")]);
+        h.push(Message::assistant("f"));
+        assert_eq!(h.take_edited_from(), 3);
+        assert_eq!(h.take_edited_from(), 6);
+        h.pop();
+        h.pop();
+        assert_eq!(h.take_edited_from(), 4);
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub enum SessionRecord {
         /// The message.
         message: Message,
     },
-    /// A compaction step changed the history; `messages` is the history after it.
+    /// A compaction step changed the history: after it, the history is the
+    /// first `from` messages as they were, then `messages`.
     Compaction {
         /// The step's name (`micro_compact`, ...).
         step: String,
@@ -58,7 +59,11 @@ pub enum SessionRecord {
         unit: String,
         /// Files written (persisted outputs, transcripts).
         paths: Vec<PathBuf>,
-        /// The whole history after the step.
+        /// How many leading messages the step left as they were (0, the
+        /// whole history, in logs written before this field).
+        #[serde(default)]
+        from: usize,
+        /// The history from `from` on, after the step.
         messages: Vec<Message>,
     },
     /// A tool ran.
@@ -187,7 +192,20 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 state.original.push(message.clone());
                 state.history.push(message);
             }
-            SessionRecord::Compaction { messages, .. } => state.history = messages,
+            SessionRecord::Compaction { from, messages, .. } => {
+                if from > state.history.len() {
+                    return Err(SessionError::BadLine {
+                        path: path.to_path_buf(),
+                        line: i + 1,
+                        reason: format!(
+                            "a compaction keeps {from} messages of {}",
+                            state.history.len()
+                        ),
+                    });
+                }
+                state.history.truncate(from);
+                state.history.extend(messages);
+            }
             SessionRecord::Usage {
                 input_tokens,
                 output_tokens,
@@ -322,6 +340,7 @@ mod tests {
             after: 1,
             unit: "tokens".into(),
             paths: vec![],
+            from: 0,
             messages: vec![Message::user("[Compacted] ...")],
         });
         text += &line(&SessionRecord::Message {
@@ -330,6 +349,39 @@ mod tests {
         let s = parse_session(Path::new("x"), &text).unwrap();
         assert_eq!(s.history.len(), 2);
         assert_eq!(s.original.len(), 4);
+        // A record written before `from` existed replaces the whole history.
+        let old_style = line(&SessionRecord::Compaction {
+            step: "s".into(),
+            before: 1,
+            after: 1,
+            unit: "tokens".into(),
+            paths: vec![],
+            from: 0,
+            messages: vec![Message::user("only")],
+        })
+        .replace(",\"from\":0", "");
+        assert!(!old_style.contains("from"));
+        let s = parse_session(Path::new("x"), &(text.clone() + &old_style)).unwrap();
+        assert_eq!(s.history, [Message::user("only")]);
+        // A step that kept the first message replaces only the rest.
+        let tail = line(&SessionRecord::Compaction {
+            step: "tool_result_budget".into(),
+            before: 9,
+            after: 5,
+            unit: "tokens".into(),
+            paths: vec![],
+            from: 1,
+            messages: vec![Message::assistant("d, shorter")],
+        });
+        let s = parse_session(Path::new("x"), &(text.clone() + &tail)).unwrap();
+        assert_eq!(s.history.len(), 2);
+        assert_eq!(s.history[0].text(), "[Compacted] ...");
+        assert_eq!(s.history[1].text(), "d, shorter");
+        let beyond = tail.replace("\"from\":1", "\"from\":7");
+        assert!(matches!(
+            parse_session(Path::new("x"), &(text.clone() + &beyond)),
+            Err(SessionError::BadLine { line: 7, .. })
+        ));
         assert!(matches!(
             parse_session(Path::new("x"), "{\"type\":\"input\",\"text\":\"a\"}\n"),
             Err(SessionError::NotASession { .. })
