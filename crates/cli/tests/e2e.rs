@@ -43,6 +43,11 @@ impl Harness {
         self.home.path().join("config")
     }
 
+    /// Writes the user's `config.toml`.
+    fn write_user_config(&self, text: &str) {
+        std::fs::write(self.config_home().join("whittle").join("config.toml"), text).unwrap();
+    }
+
     /// A clean environment pointing at the test server.
     fn set_env(&self, cmd: &mut Command) {
         cmd.env_clear()
@@ -1306,16 +1311,14 @@ fn sessions_resume_by_id_and_unknown_ids_are_one_line() {
 #[test]
 fn hooks_from_the_config_block_tools() {
     let h = Harness::new();
-    std::fs::write(
-        h.config_home().join("whittle").join("config.toml"),
+    h.write_user_config(
         r#"
 [[hooks]]
 event = "PreToolUse"
 matcher = "bash"
 command = "cat > hook-saw.json; echo 'no shell on Fridays' >&2; exit 2"
 "#,
-    )
-    .unwrap();
+    );
     h.server.push(Reply::tool_use(
         "b",
         "bash",
@@ -1417,11 +1420,7 @@ fn the_terminal_repl_asks_to_trust_the_folder_and_remembers_yes() {
 #[test]
 fn thinking_and_effort_reach_every_call_including_the_summary() {
     let h = Harness::new();
-    std::fs::write(
-        h.config_home().join("whittle").join("config.toml"),
-        "thinking = \"adaptive\"\n",
-    )
-    .unwrap();
+    h.write_user_config("thinking = \"adaptive\"\n");
     h.server.push(Reply::text("A long greeting. ".repeat(300)));
     h.server.push(Reply::text("The user said hello."));
     h.server.push(Reply::text("Next."));
@@ -1452,16 +1451,14 @@ fn thinking_and_effort_reach_every_call_including_the_summary() {
 #[test]
 fn hooks_from_the_config_guard_the_subagent_tools_too() {
     let h = Harness::new();
-    std::fs::write(
-        h.config_home().join("whittle").join("config.toml"),
+    h.write_user_config(
         r#"
 [[hooks]]
 event = "PreToolUse"
 matcher = "read_file"
 command = "echo 'no secrets here' >&2; exit 2"
 "#,
-    )
-    .unwrap();
+    );
     std::fs::write(h.ws().join(".env"), "TOKEN=hunter2-value\n").unwrap();
     h.server.push(Reply::tool_use(
         "t1",
