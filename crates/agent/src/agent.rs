@@ -719,6 +719,11 @@ impl Agent {
                     "{} failed: {why}",
                     r.step.as_str()
                 )));
+                self.log(SessionRecord::CompactionFailed {
+                    step: r.step.as_str().to_string(),
+                    trigger: r.trigger.as_str().to_string(),
+                    reason: why.clone(),
+                })?;
             }
         }
         let (Some(first), Some(last)) = (applied.first(), applied.last()) else {
@@ -729,6 +734,11 @@ impl Agent {
             step: applied
                 .iter()
                 .map(|r| r.step.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            trigger: applied
+                .iter()
+                .map(|r| r.trigger.as_str())
                 .collect::<Vec<_>>()
                 .join("+"),
             before: first.before,

@@ -338,6 +338,10 @@ fn experiment_1_earlier_results_become_saved_placeholders() {
         !froms.is_empty() && froms.iter().all(|&f| f >= 2),
         "compactions log only from the first edited message: {froms:?}"
     );
+    assert!(
+        log.contains("\"trigger\":\"over_limit\""),
+        "the trigger is logged"
+    );
     assert_eq!(
         message_text(&resumed[last.len()]),
         "All five READMEs use numbered headings."
@@ -1488,5 +1492,47 @@ command = "echo 'no secrets here' >&2; exit 2"
             r.number
         );
     }
+    h.assert_clean();
+}
+
+#[test]
+fn a_failed_summary_keeps_the_history_and_is_logged() {
+    let h = Harness::new();
+    h.server.push(Reply::text("A long greeting. ".repeat(300)));
+    h.server.push(testkit::Fault::status_with_body(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"no summaries today"}}"#,
+    ));
+    h.server.push(Reply::text("Still whole."));
+    let out = h.run_with_stdin(&[], "hello\n/compact\nnext\n");
+    assert_success(&out);
+    assert!(stdout(&out).contains("Still whole."), "{}", stdout(&out));
+    let requests = h.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(message_text(&requests[2].body["messages"][0]), "hello");
+    let records: Vec<Value> = walk(&h.state().join("sessions"))
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
+        .collect();
+    let failed: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "compaction_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{records:?}");
+    assert_eq!(failed[0]["step"], "compact_history");
+    assert_eq!(failed[0]["trigger"], "requested");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no summaries today")
+    );
+    assert!(!records.iter().any(|r| r["type"] == "compaction"));
     h.assert_clean();
 }

@@ -49,8 +49,12 @@ pub enum SessionRecord {
     /// A compaction step changed the history: after it, the history is the
     /// first `from` messages as they were, then `messages`.
     Compaction {
-        /// The step's name (`micro_compact`, ...).
+        /// The step's name (`micro_compact`, ...); `a+b` when several ran.
         step: String,
+        /// Why each step ran (`over_limit`, ...), in the same order; empty in
+        /// logs written before this field.
+        #[serde(default)]
+        trigger: String,
         /// Size before.
         before: u64,
         /// Size after.
@@ -65,6 +69,16 @@ pub enum SessionRecord {
         from: usize,
         /// The history from `from` on, after the step.
         messages: Vec<Message>,
+    },
+    /// A compaction step failed (the store could not be written, the
+    /// summary call failed) and left the history as it was.
+    CompactionFailed {
+        /// The step's name.
+        step: String,
+        /// Why it ran.
+        trigger: String,
+        /// What went wrong.
+        reason: String,
     },
     /// A tool ran.
     ToolRun {
@@ -186,7 +200,9 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
             continue;
         }
         match record {
-            SessionRecord::Session { .. } | SessionRecord::ToolRun { .. } => {}
+            SessionRecord::Session { .. }
+            | SessionRecord::ToolRun { .. }
+            | SessionRecord::CompactionFailed { .. } => {}
             SessionRecord::Input { text } => state.request = text,
             SessionRecord::Message { message } => {
                 state.original.push(message.clone());
@@ -336,6 +352,7 @@ mod tests {
         }
         text += &line(&SessionRecord::Compaction {
             step: "compact_history".into(),
+            trigger: "over_limit".into(),
             before: 10,
             after: 1,
             unit: "tokens".into(),
@@ -352,6 +369,7 @@ mod tests {
         // A record written before `from` existed replaces the whole history.
         let old_style = line(&SessionRecord::Compaction {
             step: "s".into(),
+            trigger: String::new(),
             before: 1,
             after: 1,
             unit: "tokens".into(),
@@ -366,6 +384,7 @@ mod tests {
         // A step that kept the first message replaces only the rest.
         let tail = line(&SessionRecord::Compaction {
             step: "tool_result_budget".into(),
+            trigger: "batch_over_budget".into(),
             before: 9,
             after: 5,
             unit: "tokens".into(),

@@ -73,6 +73,19 @@ pub enum Trigger {
     Overflow,
 }
 
+impl Trigger {
+    /// The trigger's name in session logs (`over_limit`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::BatchOverBudget => "batch_over_budget",
+            Trigger::TooManyMessages => "too_many_messages",
+            Trigger::OverLimit => "over_limit",
+            Trigger::Requested => "requested",
+            Trigger::Overflow => "overflow",
+        }
+    }
+}
+
 /// What a step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
