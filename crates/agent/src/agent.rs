@@ -369,11 +369,6 @@ impl Agent {
         self
     }
 
-    /// The meter this agent's usage goes to.
-    pub fn usage_meter(&self) -> UsageMeter {
-        self.usage.clone()
-    }
-
     /// Starts logging to a new session in `.whittle/sessions/`.
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");

@@ -152,7 +152,7 @@ pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow
             if ask.is_some_and(|ask| ask(&w)) {
                 trust::remember(env, &workspace)?;
             } else {
-                Widening::withhold(&mut config, base);
+                w.withhold_from(&mut config);
                 withheld = Some(w);
             }
         }

@@ -39,15 +39,12 @@ impl Widening {
         (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some()).then_some(w)
     }
 
-    /// Removes what [`Widening::of`] found from `config`; the rest (model,
-    /// limits, prompt text) still applies.
-    pub fn withhold(config: &mut FileConfig, base: PermissionMode) {
+    /// Removes from `config` what this widening found in it; the rest
+    /// (model, limits, prompt text) still applies.
+    pub fn withhold_from(&self, config: &mut FileConfig) {
         config.hooks.clear();
         config.allow.clear();
-        if config
-            .permission_mode
-            .is_some_and(|m| strictness(m) < strictness(base))
-        {
+        if self.permission_mode.is_some() {
             config.permission_mode = None;
         }
     }
@@ -176,12 +173,18 @@ command = "true"
             "1 hook (commands it runs), 2 allow rules, permission_mode yolo"
         );
         assert!(w.ignored_notice().contains("/w/.whittle/config.toml"));
-        Widening::withhold(&mut wide, base);
+        w.withhold_from(&mut wide);
         assert_eq!(Widening::of(path, &wide, base), None);
         assert!(wide.model.is_some());
-        let mut strict = mild;
-        Widening::withhold(&mut strict, base);
+        // A tightening mode is not a widening: it stays.
+        let strict =
+            parse_file_config("permission_mode = \"read-only\"\nallow = [\"edit_file\"]").unwrap();
+        let w = Widening::of(path, &strict, base).unwrap();
+        assert_eq!(w.permission_mode, None);
+        let mut strict = strict;
+        w.withhold_from(&mut strict);
         assert_eq!(strict.permission_mode, Some(PermissionMode::ReadOnly));
+        assert!(strict.allow.is_empty());
         // Against a read-only user config, `default` loosens too.
         let lax = parse_file_config("permission_mode = \"default\"").unwrap();
         assert_eq!(Widening::of(path, &lax, base), None);

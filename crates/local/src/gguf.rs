@@ -3,7 +3,7 @@
 use crate::error::LocalError;
 use candle_core::quantized::gguf_file::{Content, Value};
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 
 /// The metadata table of a GGUF file.
 pub(crate) struct Metadata<'a>(pub(crate) &'a HashMap<String, Value>);
@@ -133,7 +133,7 @@ impl Metadata<'_> {
 /// Reads a GGUF file's header with the checks candle leaves out: candle
 /// divides by `general.alignment` (0 panics) and multiplies tensor dimensions
 /// unchecked, so both are looked at before and after its own parse.
-pub(crate) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
+pub(crate) fn read_content<R: Read + Seek>(reader: &mut BufReader<R>) -> Result<Content, String> {
     let start = reader.stream_position().map_err(|e| e.to_string())?;
     let alignment = declared_alignment(reader);
     reader
@@ -163,7 +163,7 @@ pub(crate) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Content, St
 /// The integer value of `general.alignment`, found by walking the metadata
 /// without keeping it; `None` when absent or when the walk meets anything
 /// unexpected (candle's own parse then reports the file).
-fn declared_alignment<R: Read + Seek>(r: &mut R) -> Option<u64> {
+fn declared_alignment<R: Read + Seek>(r: &mut BufReader<R>) -> Option<u64> {
     let mut magic = [0u8; 4];
     r.read_exact(&mut magic).ok()?;
     if &magic != b"GGUF" {
@@ -171,7 +171,7 @@ fn declared_alignment<R: Read + Seek>(r: &mut R) -> Option<u64> {
     }
     let version = read_u32(r)?;
     let wide = version >= 2;
-    let length = |r: &mut R| {
+    let length = |r: &mut BufReader<R>| {
         if wide {
             read_u64(r)
         } else {
@@ -193,8 +193,8 @@ fn declared_alignment<R: Read + Seek>(r: &mut R) -> Option<u64> {
         let ty = read_u32(r)?;
         if is_alignment {
             return match ty {
-                0 | 1 => read_bytes::<1, R>(r).map(|b| u64::from(b[0])),
-                2 | 3 => read_bytes::<2, R>(r).map(|b| u64::from(u16::from_le_bytes(b))),
+                0 | 1 => read_bytes::<1, _>(r).map(|b| u64::from(b[0])),
+                2 | 3 => read_bytes::<2, _>(r).map(|b| u64::from(u16::from_le_bytes(b))),
                 4 | 5 => read_u32(r).map(u64::from),
                 10 | 11 => read_u64(r),
                 _ => None,
@@ -206,9 +206,9 @@ fn declared_alignment<R: Read + Seek>(r: &mut R) -> Option<u64> {
 }
 
 fn skip_value<R: Read + Seek>(
-    r: &mut R,
+    r: &mut BufReader<R>,
     ty: u32,
-    length: &dyn Fn(&mut R) -> Option<u64>,
+    length: &dyn Fn(&mut BufReader<R>) -> Option<u64>,
     depth: usize,
 ) -> Option<()> {
     match ty {
@@ -239,9 +239,9 @@ fn skip_value<R: Read + Seek>(
     }
 }
 
-fn skip<R: Seek>(r: &mut R, bytes: u64) -> Option<()> {
-    r.seek(SeekFrom::Current(i64::try_from(bytes).ok()?)).ok()?;
-    Some(())
+/// Within the buffer when it can: the token list is ~100k short strings.
+fn skip<R: Read + Seek>(r: &mut BufReader<R>, bytes: u64) -> Option<()> {
+    r.seek_relative(i64::try_from(bytes).ok()?).ok()
 }
 
 fn read_bytes<const N: usize, R: Read>(r: &mut R) -> Option<[u8; N]> {

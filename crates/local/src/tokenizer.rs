@@ -90,7 +90,7 @@ pub struct Tokenizer {
 }
 
 /// The vocabulary's special ids and the BOS rule, as read from metadata.
-struct Specials {
+struct SpecialIds {
     bos: Option<u32>,
     eos: Option<u32>,
     eot: Option<u32>,
@@ -196,7 +196,7 @@ impl Tokenizer {
         let spm = model == "llama";
         // SentencePiece models start with BOS unless the file says otherwise.
         let add_bos = md.opt_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(spm);
-        let specials = Specials {
+        let specials = SpecialIds {
             bos,
             eos,
             eot,
@@ -226,7 +226,7 @@ impl Tokenizer {
         kinds: Vec<TokenKind>,
         merges: &[&str],
         pre: &str,
-        specials: Specials,
+        specials: SpecialIds,
     ) -> Result<Self, LocalError> {
         let b2c = byte_to_char();
         let mut c2b: HashMap<char, u8> = HashMap::with_capacity(256);
@@ -308,7 +308,7 @@ impl Tokenizer {
         kinds: Vec<TokenKind>,
         scores: Vec<f32>,
         add_space_prefix: bool,
-        specials: Specials,
+        specials: SpecialIds,
     ) -> Result<Self, LocalError> {
         let mut vocab = HashMap::with_capacity(tokens.len());
         let mut token_bytes = Vec::with_capacity(tokens.len());
@@ -350,7 +350,7 @@ impl Tokenizer {
         vocab: HashMap<String, u32>,
         model: Model,
         byte_tokens: [Option<u32>; 256],
-        ids: Specials,
+        ids: SpecialIds,
     ) -> Result<Self, LocalError> {
         let mut special: Vec<&str> = tokens
             .iter()
@@ -854,7 +854,7 @@ pub(crate) mod tests {
         }
         tokens.push("<tool_call>".into());
         kinds.push(TokenKind::UserDefined);
-        let specials = Specials {
+        let specials = SpecialIds {
             bos: None,
             eos: Some(2),
             eot: None,
@@ -900,7 +900,7 @@ pub(crate) mod tests {
             kinds.push(TokenKind::Normal);
             scores.push(-(i as f32));
         }
-        let specials = Specials {
+        let specials = SpecialIds {
             bos: Some(1),
             eos: Some(2),
             eot: None,

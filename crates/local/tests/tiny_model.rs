@@ -340,16 +340,22 @@ fn template_renders_system_tools_and_history() {
     );
 }
 
-#[test]
-fn fixed_seed_is_reproducible() {
-    let (_dir, mut m) = model(false);
-    let params = GenerationParams {
+/// Sampling (not greedy) with a fixed seed: reproducible, and sensitive to
+/// any change in the logits.
+fn seeded_sampling() -> GenerationParams {
+    GenerationParams {
         max_tokens: 24,
         temperature: 1.0,
         top_p: 0.95,
         repeat_penalty: 1.0,
         seed: 7,
-    };
+    }
+}
+
+#[test]
+fn fixed_seed_is_reproducible() {
+    let (_dir, mut m) = model(false);
+    let params = seeded_sampling();
     let prompt = "<|im_start|>user\nhello world<|im_end|>\n<|im_start|>assistant\n";
     let (a, streamed) = collect(&mut m, prompt, &params);
     assert_eq!(a.text, streamed);
@@ -575,13 +581,7 @@ fn rope_frequency_factors_from_the_file_change_positions() {
             qt(vec![f; 8], &[8], GgmlDType::F32),
         )]
     };
-    let params = GenerationParams {
-        max_tokens: 24,
-        temperature: 1.0,
-        top_p: 0.95,
-        repeat_penalty: 1.0,
-        seed: 7,
-    };
+    let params = seeded_sampling();
     let prompt = "<|im_start|>user\nhello world hello world<|im_end|>\n<|im_start|>assistant\n";
     let run = |tensors| {
         let dir = tempfile::tempdir().unwrap();
