@@ -15,9 +15,14 @@
 //! What an Ask means is the caller's business: prompt the user, or refuse
 //! in non-interactive `-p` mode.
 
-mod command;
+mod deny;
+mod destructive;
+mod path_words;
+mod read_only;
 pub mod rules;
+mod segment;
 mod shell;
+mod unwrap;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -28,8 +33,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::paths::{real_path, resolve_input};
-use command::{Segment, analyze, deny_reason, destructive_reason, is_read_only, path_words};
+use deny::deny_reason;
+use destructive::destructive_reason;
+use path_words::path_words;
+use read_only::is_read_only;
 pub use rules::{AllowRule, AllowRuleError};
+use segment::Segment;
+use unwrap::analyze;
 
 /// What the agent should do with a tool call.
 #[derive(Clone, Debug, PartialEq, Eq)]
