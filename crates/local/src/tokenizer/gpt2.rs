@@ -33,7 +33,9 @@ pub(super) fn byte_to_char() -> [char; 256] {
 }
 
 impl Tokenizer {
-    pub(super) fn build(
+    /// A byte-level BPE tokenizer: normal tokens store each byte as GPT-2's printable
+    /// stand-in, and merges rank in the order the file lists them.
+    pub(super) fn build_gpt2(
         tokens: Vec<String>,
         kinds: Vec<TokenKind>,
         merges: &[&str],
@@ -98,7 +100,7 @@ impl Tokenizer {
             }
             _ => vec![regex(GPT2_SPLIT)?],
         };
-        let model = Model::Bpe {
+        let model = Model::Gpt2 {
             merges: merge_map,
             pre,
         };
@@ -115,7 +117,7 @@ impl Tokenizer {
 
     /// Byte-level BPE of one pre-token: lowest-ranked merge first, leftmost on ties.
     pub(super) fn bpe(&self, piece: &str, out: &mut Vec<u32>) -> Result<(), LocalError> {
-        let Model::Bpe { merges, .. } = &self.model else {
+        let Model::Gpt2 { merges, .. } = &self.model else {
             return Err(LocalError::Tokenizer(
                 "BPE merges on a SentencePiece vocabulary".into(),
             ));
@@ -266,7 +268,7 @@ pub(super) mod tests {
             unknown: None,
             add_bos: false,
         };
-        Tokenizer::build(tokens, kinds, &merges, "smollm", specials).unwrap()
+        Tokenizer::build_gpt2(tokens, kinds, &merges, "smollm", specials).unwrap()
     }
 
     #[test]

@@ -22,7 +22,7 @@ use gpt2::split_keeping_gaps;
 use sentencepiece::SPM_SPACE;
 pub use vocabulary::TokenKind;
 
-/// A byte-level BPE tokenizer read from GGUF metadata.
+/// A tokenizer read from GGUF metadata: byte-level BPE (`gpt2`) or SentencePiece (`llama`).
 #[derive(Debug)]
 pub struct Tokenizer {
     /// Token strings as stored in the file (byte-level form for normal tokens).
@@ -49,7 +49,7 @@ pub struct Tokenizer {
 #[derive(Debug)]
 enum Model {
     /// `gpt2`: pre-tokenizer splits, then merges by rank.
-    Bpe {
+    Gpt2 {
         /// `(left, right)` → `(rank, merged)`.
         merges: HashMap<(u32, u32), (u32, u32)>,
         pre: Vec<Regex>,
@@ -69,7 +69,7 @@ fn regex(pattern: &str) -> Result<Regex, LocalError> {
 
 impl Tokenizer {
     /// Encodes text, turning the strings of control and user-defined tokens into those
-    /// tokens and everything else into byte-level BPE tokens.
+    /// tokens and everything else into the model's BPE tokens.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, LocalError> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         let mut start = 0;
@@ -106,7 +106,7 @@ impl Tokenizer {
             return Ok(());
         }
         let pre = match &self.model {
-            Model::Bpe { pre, .. } => pre,
+            Model::Gpt2 { pre, .. } => pre,
             Model::Spm {
                 scores,
                 add_space_prefix,

@@ -139,7 +139,7 @@ impl Tokenizer {
                 .unwrap_or(true);
             return Self::build_spm(tokens, kinds, scores, add_space_prefix, specials);
         }
-        Self::build(tokens, kinds, &merges, pre, specials)
+        Self::build_gpt2(tokens, kinds, &merges, pre, specials)
     }
 
     pub(super) fn finish(
