@@ -1,0 +1,85 @@
+//! Project configs from folders not trusted yet: no hooks, no wider permissions.
+
+use crate::{Harness, Terminal, assert_success, result_text, stderr, tool_result};
+use serde_json::json;
+use testkit::Reply;
+
+/// A project config that would run a hook and skip the questions.
+fn write_widening_project_config(h: &Harness) {
+    std::fs::create_dir_all(h.ws().join(".whittle")).unwrap();
+    std::fs::write(
+        h.ws().join(".whittle/config.toml"),
+        r#"
+max_tokens = 555
+permission_mode = "yolo"
+[[hooks]]
+event = "UserPromptSubmit"
+command = "touch hook-ran"
+"#,
+    )
+    .unwrap();
+}
+
+fn push_write_then_text(h: &Harness) {
+    h.server.push(Reply::tool_use(
+        "w",
+        "write_file",
+        json!({"path": "written.txt", "content": "x"}),
+    ));
+    h.server.push(Reply::text("done"));
+}
+
+#[test]
+fn an_untrusted_project_config_cannot_add_hooks_or_widen_permissions() {
+    let h = Harness::new();
+    write_widening_project_config(&h);
+    push_write_then_text(&h);
+    let out = h.run(&["-p", "write the file"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert_eq!(err.matches("not trusted").count(), 1, "{err}");
+    assert!(err.contains("1 hook") && err.contains("yolo"), "{err}");
+    assert!(!h.ws().join("hook-ran").exists(), "the hook ran");
+    assert!(!h.ws().join("written.txt").exists(), "yolo applied");
+    let r = h.requests();
+    assert_eq!(r[0].body["max_tokens"], 555, "the rest of the file applies");
+    assert!(result_text(&tool_result(&r[1].body, "w")).starts_with("[denied]"));
+    h.assert_clean();
+
+    // --trust-project applies it all for one run, and remembers nothing.
+    push_write_then_text(&h);
+    let out = h.run(&["--trust-project", "-p", "write the file"]);
+    assert_success(&out);
+    assert!(!stderr(&out).contains("not trusted"), "{}", stderr(&out));
+    assert!(h.ws().join("hook-ran").exists());
+    assert!(h.ws().join("written.txt").exists());
+    assert!(!h.config_home().join("whittle/trusted-folders").exists());
+    h.assert_clean();
+}
+
+#[test]
+fn the_terminal_repl_asks_to_trust_the_folder_and_remembers_yes() {
+    let h = Harness::new();
+    write_widening_project_config(&h);
+    let mut term = Terminal::spawn(&h, &[]);
+    term.expect("Trust this folder and apply them? [y/N]", 1);
+    term.type_keys("y\r");
+    term.expect("> ", 1);
+    term.type_keys("\x04");
+    assert!(term.child.wait().unwrap().success(), "{}", term.screen());
+    let remembered =
+        std::fs::read_to_string(h.config_home().join("whittle/trusted-folders")).unwrap();
+    assert_eq!(
+        remembered.trim(),
+        h.ws().canonicalize().unwrap().display().to_string()
+    );
+
+    // Remembered: -p applies the hook and the mode without a word.
+    push_write_then_text(&h);
+    let out = h.run(&["-p", "write the file"]);
+    assert_success(&out);
+    assert!(!stderr(&out).contains("not trusted"), "{}", stderr(&out));
+    assert!(h.ws().join("hook-ran").exists());
+    assert!(h.ws().join("written.txt").exists());
+    h.assert_clean();
+}
