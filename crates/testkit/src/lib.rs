@@ -28,4 +28,4 @@ mod server;
 pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,
 };
-pub use server::{Api, RecordedRequest, TestServer};
+pub use server::{Api, RecordedRequest, TestServer, content_text};

@@ -63,23 +63,27 @@ impl RecordedRequest {
 
     /// The text of the newest message, for responders that echo it.
     pub fn last_message_text(&self) -> String {
-        let Some(last) = self
-            .body
+        self.body
             .get("messages")
             .and_then(Value::as_array)
             .and_then(|m| m.last())
-        else {
-            return String::new();
-        };
-        match last.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        }
+            .map(content_text)
+            .unwrap_or_default()
+    }
+}
+
+/// The text of a message or a `tool_result` block as sent: its `content`
+/// when that is a string, else the text of its blocks joined by newlines
+/// (a provider may turn a string into blocks, e.g. to mark it for caching).
+pub fn content_text(item: &Value) -> String {
+    match item.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
     }
 }
 

@@ -1,9 +1,9 @@
 //! Compaction on request: the `compact` tool and `/compact`, and a summary that fails.
 
-use crate::{Harness, assert_success, message_text, stderr, stdout, walk};
+use crate::{Harness, assert_success, stderr, stdout, walk};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use testkit::{Reply, Step};
+use testkit::{Reply, Step, content_text};
 
 #[test]
 fn the_compact_tool_runs_after_the_rest_of_its_batch() {
@@ -46,7 +46,7 @@ fn the_compact_tool_runs_after_the_rest_of_its_batch() {
     );
     let requests = h.requests();
     assert_eq!(requests.len(), 3);
-    let first = message_text(&requests[2].body["messages"][0]);
+    let first = content_text(&requests[2].body["messages"][0]);
     assert!(
         first.starts_with("[Compacted]\n\nCurrent user request:\ndo stage 1, then compact"),
         "{first}"
@@ -93,12 +93,12 @@ fn the_repl_runs_slash_commands_from_stdin() {
     let requests = h.requests();
     assert_eq!(requests.len(), 3, "nothing after /quit");
     let messages = requests[2].body["messages"].as_array().unwrap();
-    let first = message_text(&messages[0]);
+    let first = content_text(&messages[0]);
     assert!(
         first.starts_with("[Compacted]\n\nCurrent user request:\nhello"),
         "{first}"
     );
-    assert_eq!(message_text(messages.last().unwrap()), "what \nnext?");
+    assert_eq!(content_text(messages.last().unwrap()), "what \nnext?");
     assert!(stderr(&out).contains("[compact]"), "{}", stderr(&out));
     // /sessions lists the one session, marked, with its first input.
     let sessions: Vec<PathBuf> = walk(&h.state().join("sessions"));
@@ -130,7 +130,7 @@ fn a_failed_summary_keeps_the_history_and_is_logged() {
     assert!(stdout(&out).contains("Still whole."), "{}", stdout(&out));
     let requests = h.requests();
     assert_eq!(requests.len(), 3);
-    assert_eq!(message_text(&requests[2].body["messages"][0]), "hello");
+    assert_eq!(content_text(&requests[2].body["messages"][0]), "hello");
     let records: Vec<Value> = walk(&h.state().join("sessions"))
         .iter()
         .flat_map(|p| {

@@ -1,8 +1,8 @@
 //! Setup: API keys, config files and the flags that override them.
 
-use crate::{Harness, assert_success, message_text, stderr};
+use crate::{Harness, assert_success, stderr};
 use serde_json::json;
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 #[test]
 fn a_missing_key_is_one_line_naming_the_variable() {
@@ -79,8 +79,8 @@ fn thinking_and_effort_reach_every_call_including_the_summary() {
         assert_eq!(r.body["output_config"], json!({"effort": "medium"}));
     }
     // The summary was a continuation of the conversation, the newest call is after it.
-    assert_eq!(message_text(&requests[1].body["messages"][0]), "hello");
-    let first = message_text(&requests[2].body["messages"][0]);
+    assert_eq!(content_text(&requests[1].body["messages"][0]), "hello");
+    let first = content_text(&requests[2].body["messages"][0]);
     assert!(first.starts_with("[Compacted]"), "{first}");
 
     let out = h.run(&["--thinking", "500", "-p", "hi"]);

@@ -1,12 +1,12 @@
 //! The seed's three experiments, with `--preset teaching`.
 
 use crate::{
-    Harness, assert_success, message_text, result_text, saved_placeholder_path, stderr, stdout,
-    strip_cache_control, tool_result, walk, write_lines,
+    Harness, assert_success, saved_placeholder_path, stderr, stdout, strip_cache_control,
+    tool_result, walk, write_lines,
 };
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use testkit::{Reply, Step};
+use testkit::{Reply, Step, content_text};
 
 #[test]
 fn experiment_1_earlier_results_become_saved_placeholders() {
@@ -38,7 +38,7 @@ fn experiment_1_earlier_results_become_saved_placeholders() {
     assert_eq!(requests.len(), 6);
     // Each result as first sent, whole.
     let first_sent: Vec<String> = (1..=5)
-        .map(|i| result_text(&tool_result(&requests[i].body, &format!("r{i}"))))
+        .map(|i| content_text(&tool_result(&requests[i].body, &format!("r{i}"))))
         .collect();
     for (i, text) in first_sent.iter().enumerate() {
         assert!(
@@ -51,7 +51,7 @@ fn experiment_1_earlier_results_become_saved_placeholders() {
     }
     let sixth = &requests[5].body;
     let now: Vec<String> = (1..=5)
-        .map(|i| result_text(&tool_result(sixth, &format!("r{i}"))))
+        .map(|i| content_text(&tool_result(sixth, &format!("r{i}"))))
         .collect();
     let placeholders: Vec<usize> = (0..5)
         .filter(|&i| saved_placeholder_path(&now[i]).is_some())
@@ -118,7 +118,7 @@ fn experiment_1_earlier_results_become_saved_placeholders() {
         "the trigger is logged"
     );
     assert_eq!(
-        message_text(&resumed[last.len()]),
+        content_text(&resumed[last.len()]),
         "All five READMEs use numbered headings."
     );
     h.assert_clean();
@@ -164,7 +164,7 @@ fn experiment_2_a_large_batch_is_persisted_with_a_preview() {
     let second = &h.requests()[1].body;
     let mut persisted = 0;
     for t in ["a", "b", "c", "d"] {
-        let text = result_text(&tool_result(second, &format!("big-{t}")));
+        let text = content_text(&tool_result(second, &format!("big-{t}")));
         let Some(rest) = text.strip_prefix("<persisted-output>\nFull output: ") else {
             continue;
         };
@@ -216,7 +216,7 @@ fn experiment_3_long_text_is_summarized_with_the_request_and_a_transcript() {
     assert_success(&out);
     let requests = h.requests();
     assert_eq!(requests.len(), 3);
-    let first = message_text(&requests[2].body["messages"][0]);
+    let first = content_text(&requests[2].body["messages"][0]);
     assert!(
         first.starts_with(&format!(
             "[Compacted]\n\nCurrent user request:\n{prompt}\n\nConversation summary"

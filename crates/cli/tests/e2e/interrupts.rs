@@ -1,12 +1,10 @@
 //! Crash safety and Ctrl-C.
 
-use crate::{
-    Harness, assert_success, message_text, result_text, stderr, stdout, tool_result, walk,
-};
+use crate::{Harness, assert_success, stderr, stdout, tool_result, walk};
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 /// A tool call that waits until the file `stop-waiting` appears.
 fn waiting_call(id: &str) -> Reply {
@@ -72,7 +70,7 @@ fn ctrl_c_cancels_a_one_shot_turn_and_the_session_goes_on() {
     assert_success(&out);
     let block = tool_result(&h.requests()[1].body, "wait");
     assert_eq!(block["is_error"], true);
-    assert!(result_text(&block).contains("cancelled"), "{block}");
+    assert!(content_text(&block).contains("cancelled"), "{block}");
     h.assert_clean();
 }
 
@@ -94,9 +92,9 @@ fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
     let requests = h.requests();
     assert_eq!(requests.len(), 2);
     let body = &requests[1].body;
-    assert!(result_text(&tool_result(body, "wait")).contains("cancelled"));
+    assert!(content_text(&tool_result(body, "wait")).contains("cancelled"));
     let last = body["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(message_text(&last), "second");
+    assert_eq!(content_text(&last), "second");
     h.assert_clean();
 }
 
@@ -125,8 +123,8 @@ fn ctrl_c_during_compact_in_the_repl_keeps_the_history() {
     assert_eq!(requests.len(), 3);
     let messages = requests[2].body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3, "the history is whole: {messages:?}");
-    assert_eq!(message_text(&messages[0]), "hello");
-    assert_eq!(message_text(&messages[2]), "after");
+    assert_eq!(content_text(&messages[0]), "hello");
+    assert_eq!(content_text(&messages[2]), "after");
     h.assert_clean();
 }
 
@@ -156,13 +154,13 @@ fn a_session_killed_mid_tool_resumes_with_an_interrupted_result() {
     assert_eq!(requests.len(), 2);
     let block = tool_result(&requests[1].body, "slow");
     assert_eq!(block["is_error"], true);
-    assert!(result_text(&block).contains("interrupted"), "{block}");
+    assert!(content_text(&block).contains("interrupted"), "{block}");
     let last = requests[1].body["messages"]
         .as_array()
         .unwrap()
         .last()
         .unwrap()
         .clone();
-    assert!(message_text(&last).contains("what happened?"));
+    assert!(content_text(&last).contains("what happened?"));
     h.assert_clean();
 }

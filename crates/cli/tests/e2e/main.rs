@@ -187,19 +187,6 @@ fn strip_cache_control(v: &mut Value) {
     }
 }
 
-/// Text of a message whose content is a string or blocks.
-fn message_text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// The tool_result block answering `id` in a request body.
 fn tool_result(body: &Value, id: &str) -> Value {
     for m in body["messages"].as_array().unwrap() {
@@ -212,18 +199,6 @@ fn tool_result(body: &Value, id: &str) -> Value {
         }
     }
     panic!("no tool_result for {id} in {body}");
-}
-
-fn result_text(block: &Value) -> String {
-    match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// The path in `[Earlier tool result saved at PATH]`, if that is the text.

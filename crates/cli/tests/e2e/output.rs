@@ -1,8 +1,8 @@
 //! Output formats and exit codes.
 
-use crate::{Harness, assert_success, message_text, stderr, stdout};
+use crate::{Harness, assert_success, stderr, stdout};
 use serde_json::{Value, json};
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 #[test]
 fn json_output_is_one_object_with_usage_and_session() {
@@ -77,7 +77,7 @@ fn the_prompt_can_come_from_stdin_and_must_not_be_empty() {
     assert_success(&out);
     let r = &h.requests()[0].body;
     let last = r["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(message_text(&last), "a task\nover two lines\n");
+    assert_eq!(content_text(&last), "a task\nover two lines\n");
     let out = h.run(&["-p", "  "]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("the prompt is empty"));

@@ -1,8 +1,8 @@
 //! Overflow from the provider: a prompt too long is compacted and retried once.
 
-use crate::{Harness, assert_success, build_history, message_text, stderr, stdout};
+use crate::{Harness, assert_success, build_history, stderr, stdout};
 use std::path::Path;
-use testkit::{ContextLimit, Reply};
+use testkit::{ContextLimit, Reply, content_text};
 
 #[test]
 fn prompt_too_long_once_is_recovered_by_reactive_compaction() {
@@ -26,7 +26,7 @@ fn prompt_too_long_once_is_recovered_by_reactive_compaction() {
     );
     let requests = h.requests();
     assert_eq!(requests.len(), before + 3, "refused, summary, retry");
-    let first = message_text(&requests.last().unwrap().body["messages"][0]);
+    let first = content_text(&requests.last().unwrap().body["messages"][0]);
     assert!(
         first.starts_with("[Reactive compact]\n\nCurrent user request:\nand now?"),
         "{first}"

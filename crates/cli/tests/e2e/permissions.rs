@@ -1,8 +1,8 @@
 //! Permissions: the deny list, paths outside the workspace, and hooks that block tools.
 
-use crate::{Harness, assert_success, result_text, stderr, stdout, tool_result};
+use crate::{Harness, assert_success, stderr, stdout, tool_result};
 use serde_json::{Value, json};
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 #[test]
 fn denied_commands_never_run_and_outside_paths_are_refused() {
@@ -41,7 +41,7 @@ fn denied_commands_never_run_and_outside_paths_are_refused() {
     for id in ["rm", "out", "sudo"] {
         let block = tool_result(second, id);
         assert_eq!(block["is_error"], true, "{block}");
-        assert!(result_text(&block).starts_with("[denied]"), "{block}");
+        assert!(content_text(&block).starts_with("[denied]"), "{block}");
     }
     let err = stderr(&out);
     assert!(
@@ -75,7 +75,7 @@ command = "cat > hook-saw.json; echo 'no shell on Fridays' >&2; exit 2"
         serde_json::from_str(&std::fs::read_to_string(h.ws().join("hook-saw.json")).unwrap())
             .unwrap();
     assert_eq!(saw["event"]["tool_input"]["command"], "touch ran.txt");
-    let text = result_text(&tool_result(&h.requests()[1].body, "b"));
+    let text = content_text(&tool_result(&h.requests()[1].body, "b"));
     assert!(text.contains("no shell on Fridays"), "{text}");
     h.assert_clean();
 }
@@ -111,7 +111,7 @@ command = "echo 'no secrets here' >&2; exit 2"
     );
     let requests = h.requests();
     assert_eq!(requests.len(), 4);
-    let refused = result_text(&tool_result(&requests[2].body, "r1"));
+    let refused = content_text(&tool_result(&requests[2].body, "r1"));
     assert!(refused.contains("no secrets here"), "{refused}");
     for r in &requests {
         assert!(

@@ -1,8 +1,8 @@
 //! Sessions resumed by id.
 
-use crate::{Harness, assert_success, message_text, stderr, stdout};
+use crate::{Harness, assert_success, stderr, stdout};
 use serde_json::Value;
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 #[test]
 fn sessions_resume_by_id_and_unknown_ids_are_one_line() {
@@ -38,9 +38,9 @@ fn sessions_resume_by_id_and_unknown_ids_are_one_line() {
     let out = h.run(&["--resume", &id, "-p", "what number?"]);
     assert_success(&out);
     let messages = h.requests()[2].body["messages"].as_array().unwrap().clone();
-    assert_eq!(message_text(&messages[0]), "remember 42");
-    assert_eq!(message_text(&messages[1]), "first answer");
-    assert_eq!(message_text(&messages[2]), "what number?");
+    assert_eq!(content_text(&messages[0]), "remember 42");
+    assert_eq!(content_text(&messages[1]), "first answer");
+    assert_eq!(content_text(&messages[2]), "what number?");
 
     let out = h.run(&["--resume", "no-such-session", "-p", "hi"]);
     assert_eq!(out.status.code(), Some(1));

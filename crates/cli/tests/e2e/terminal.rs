@@ -1,8 +1,8 @@
 //! The REPL on a real terminal (a pseudo-terminal).
 
-use crate::{Harness, Terminal, result_text, tool_result};
+use crate::{Harness, Terminal, tool_result};
 use serde_json::json;
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 #[test]
 fn the_terminal_repl_asks_before_edits_keeps_history_and_quits_on_ctrl_d() {
@@ -49,7 +49,7 @@ fn the_terminal_repl_asks_before_edits_keeps_history_and_quits_on_ctrl_d() {
     let requests = h.requests();
     assert_eq!(requests.len(), 4, "the dropped line was never sent");
     assert!(
-        result_text(&tool_result(&requests[3].body, "w2")).starts_with("[denied]"),
+        content_text(&tool_result(&requests[3].body, "w2")).starts_with("[denied]"),
         "a no is a refusal"
     );
     let history = std::fs::read_to_string(h.state().join("repl-history")).unwrap();

@@ -1,8 +1,8 @@
 //! Project configs from folders not trusted yet: no hooks, no wider permissions.
 
-use crate::{Harness, Terminal, assert_success, result_text, stderr, tool_result};
+use crate::{Harness, Terminal, assert_success, stderr, tool_result};
 use serde_json::json;
-use testkit::Reply;
+use testkit::{Reply, content_text};
 
 /// A project config that would run a hook and skip the questions.
 fn write_widening_project_config(h: &Harness) {
@@ -43,7 +43,7 @@ fn an_untrusted_project_config_cannot_add_hooks_or_widen_permissions() {
     assert!(!h.ws().join("written.txt").exists(), "yolo applied");
     let r = h.requests();
     assert_eq!(r[0].body["max_tokens"], 555, "the rest of the file applies");
-    assert!(result_text(&tool_result(&r[1].body, "w")).starts_with("[denied]"));
+    assert!(content_text(&tool_result(&r[1].body, "w")).starts_with("[denied]"));
     h.assert_clean();
 
     // --trust-project applies it all for one run, and remembers nothing.
