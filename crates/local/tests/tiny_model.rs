@@ -11,7 +11,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use whittle_context::{Block, Message};
 use whittle_local::{
-    ChatRequest, GenerationParams, LocalError, LocalModel, StopReason, TokenKind, ToolSpec,
+    ChatRequest, Completion, GenerationParams, LocalError, LocalModel, StopReason, TokenKind,
+    ToolSpec,
 };
 
 const N_EMBD: usize = 64;
@@ -265,6 +266,33 @@ fn collect(
     (g, streamed)
 }
 
+/// A greedy `complete` of `history`: the reply, and the text streamed meanwhile.
+fn complete_greedy(
+    model: &mut LocalModel,
+    history: &[Message],
+    tools: &[ToolSpec],
+) -> (Completion, String) {
+    let mut streamed = String::new();
+    let reply = model
+        .complete(
+            &ChatRequest {
+                system: "",
+                messages: history,
+                tools,
+            },
+            &GenerationParams {
+                temperature: 0.0,
+                ..GenerationParams::default()
+            },
+            &mut |t| {
+                streamed.push_str(t);
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    (reply, streamed)
+}
+
 #[test]
 fn loads_metadata_and_tokenizer_round_trips() {
     let (_dir, m) = model(false);
@@ -420,24 +448,7 @@ fn a_generated_tool_call_becomes_a_tool_use_block() {
         description: "Run a shell command".into(),
         input_schema: json!({"type": "object"}),
     }];
-    let mut streamed = String::new();
-    let reply = m
-        .complete(
-            &ChatRequest {
-                system: "",
-                messages: &history,
-                tools: &tools,
-            },
-            &GenerationParams {
-                temperature: 0.0,
-                ..GenerationParams::default()
-            },
-            &mut |t| {
-                streamed.push_str(t);
-                ControlFlow::Continue(())
-            },
-        )
-        .unwrap();
+    let (reply, streamed) = complete_greedy(&mut m, &history, &tools);
     assert_eq!(
         reply.raw_text,
         format!("<tool_call>{CALL_BODY}</tool_call>")
@@ -456,20 +467,7 @@ fn a_generated_tool_call_becomes_a_tool_use_block() {
     assert!(call.id.starts_with("toolu_"));
     assert_eq!(streamed, "", "the call's markup is not streamed as text");
     // A second reply gets a different id.
-    let again = m
-        .complete(
-            &ChatRequest {
-                system: "",
-                messages: &history,
-                tools: &tools,
-            },
-            &GenerationParams {
-                temperature: 0.0,
-                ..GenerationParams::default()
-            },
-            &mut |_| ControlFlow::Continue(()),
-        )
-        .unwrap();
+    let (again, _) = complete_greedy(&mut m, &history, &tools);
     assert_ne!(again.content[0].as_tool_use().unwrap().id, call.id);
 }
 
