@@ -22,7 +22,7 @@ impl Segment {
         self.argv.join(" ")
     }
 
-    /// The program name: the basename of argv[0], without a leading `\`.
+    /// The program name: the basename of `argv[0]`, without a leading `\`.
     pub fn name(&self) -> &str {
         program_name(self.argv.first().map_or("", String::as_str))
     }
