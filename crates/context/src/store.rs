@@ -156,6 +156,13 @@ impl Store {
             .collect()
     }
 
+    /// Reads back an output persisted by [`Store::persist_tool_result`]
+    /// (found through a marker, so a preview can be made of the file rather
+    /// than of the marker).
+    pub fn read_persisted(path: &Path) -> Result<String, StoreError> {
+        fs::read_to_string(path).map_err(io_err(path))
+    }
+
     /// The canonical form of `candidate` if it names an existing file inside
     /// this store; `None` for anything else, including paths that escape
     /// through `..` or symlinks.
