@@ -18,6 +18,7 @@ pub const MAX_STEM_CHARS: usize = 120;
 
 /// What went wrong writing to or reading from the store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A file could not be written or read.
     #[error("{path}: {source}")]
@@ -68,7 +69,8 @@ impl Store {
         Store { root: root.into() }
     }
 
-    /// The root directory.
+    /// The directory everything is saved under, so a harness can say where
+    /// a session's outputs went.
     pub fn root(&self) -> &Path {
         &self.root
     }

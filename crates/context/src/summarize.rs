@@ -107,7 +107,7 @@ impl SummaryInput<'_> {
         }
     }
 
-    /// Characters of the input.
+    /// Characters of the input, to size a summary call before making it.
     pub fn chars(&self) -> usize {
         match self {
             SummaryInput::Continuation(m) => m.iter().map(Message::chars).sum(),

@@ -149,17 +149,18 @@ impl Agent {
         self.session.as_ref().map(SessionWriter::path)
     }
 
-    /// The history.
+    /// The history the next request sends, compactions applied.
     pub fn history(&self) -> &History {
         &self.history
     }
 
-    /// The active request.
+    /// The active request: the person's newest input, which compaction
+    /// keeps verbatim as the only instruction.
     pub fn request(&self) -> &str {
         &self.request
     }
 
-    /// The configuration.
+    /// What the session was configured with (for `/context`, `/cost`, subagents).
     pub fn config(&self) -> &AgentConfig {
         &self.config
     }

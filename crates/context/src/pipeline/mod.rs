@@ -33,11 +33,11 @@ use crate::store::Store;
 /// What the tidy steps need besides the history, borrowed from a
 /// [`Compactor`] or assembled by a caller that runs single steps (replay).
 pub struct Ctx<'a> {
-    /// The thresholds.
+    /// The thresholds every step decides by.
     pub limits: &'a Limits,
-    /// Where removed content is saved.
+    /// Where removed content is saved first, so that no step loses data.
     pub store: &'a Store,
-    /// How size is measured.
+    /// How size is measured; the limits are in its unit.
     pub meter: &'a dyn Meter,
 }
 
