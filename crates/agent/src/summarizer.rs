@@ -67,36 +67,6 @@ impl ProviderSummarizer {
         self
     }
 
-    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
-        let focus_line = focus
-            .map(|f| format!("\n\nPay particular attention to: {f}"))
-            .unwrap_or_default();
-        match input {
-            SummaryInput::Continuation(messages) => {
-                let mut messages = messages.to_vec();
-                let ask = format!("{CONTINUATION_INSTRUCTION}{focus_line}");
-                // After tool results the ask joins their user turn.
-                messages.push(Message::user(ask));
-                let mut request = ModelRequest::new(&self.model, &self.system, messages);
-                request.tools = self.tools.clone();
-                request.max_tokens = self.max_tokens;
-                request.reasoning = self.reasoning;
-                request
-            }
-            SummaryInput::Transcript(text) => {
-                let ask = format!(
-                    "<conversation>\n{text}\n</conversation>\n\nWrite the state summary of the conversation above.{focus_line}"
-                );
-                let mut request =
-                    ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);
-                request.max_tokens = self.max_tokens;
-                request
-            }
-        }
-    }
-}
-
-impl ProviderSummarizer {
     /// Asks the provider for a summary of `input`, paying particular
     /// attention to `focus` when given. The provider's "too long" becomes
     /// [`SummarizeError::InputTooLong`], so the pipeline retries with less.
@@ -123,6 +93,34 @@ impl ProviderSummarizer {
             }
             Err(LlmError::ContextOverflow { .. }) => Err(SummarizeError::InputTooLong),
             Err(e) => Err(SummarizeError::failed(e)),
+        }
+    }
+
+    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
+        let focus_line = focus
+            .map(|f| format!("\n\nPay particular attention to: {f}"))
+            .unwrap_or_default();
+        match input {
+            SummaryInput::Continuation(messages) => {
+                let mut messages = messages.to_vec();
+                let ask = format!("{CONTINUATION_INSTRUCTION}{focus_line}");
+                // After tool results the ask joins their user turn.
+                messages.push(Message::user(ask));
+                let mut request = ModelRequest::new(&self.model, &self.system, messages);
+                request.tools = self.tools.clone();
+                request.max_tokens = self.max_tokens;
+                request.reasoning = self.reasoning;
+                request
+            }
+            SummaryInput::Transcript(text) => {
+                let ask = format!(
+                    "<conversation>\n{text}\n</conversation>\n\nWrite the state summary of the conversation above.{focus_line}"
+                );
+                let mut request =
+                    ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);
+                request.max_tokens = self.max_tokens;
+                request
+            }
         }
     }
 }

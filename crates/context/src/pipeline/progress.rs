@@ -15,7 +15,7 @@ use std::fmt;
 
 /// Where a compaction entry point stands: finished with its result `T`, or
 /// stopped at a summary request.
-#[must_use = "a step waiting for a summary has not finished; resume it or drop it to leave the history as it is"]
+#[must_use = "a step waiting for a summary has not finished; resume it, with Err(SummarizeError::Cancelled) to give up"]
 pub enum Progress<'a, T> {
     /// Finished.
     Done(T),
@@ -28,8 +28,13 @@ pub enum Progress<'a, T> {
 /// It holds the compactor and the history until it is resumed, so neither
 /// can change under the step; [`resume`](SummaryNeeded::resume) takes it by
 /// value, so it is answered once, and only with a summary or the reason
-/// there is none. Dropping it abandons the step before it changed the
-/// history (the transcript it wrote stays in the store).
+/// there is none.
+///
+/// To give up (the person cancelled), resume it with
+/// [`SummarizeError::Cancelled`]: the entry point then finishes, leaves the
+/// summarized messages as they were, and reports everything it did.
+/// Dropping it instead also leaves them as they were, but loses the reports
+/// of the steps that ran before it (prepare's tidy steps), whose edits stay.
 pub struct SummaryNeeded<'a, T> {
     compactor: &'a mut Compactor,
     history: &'a mut History,
