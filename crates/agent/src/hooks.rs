@@ -17,6 +17,7 @@ use whittle_tools::GroupGuard;
 
 /// The points of the loop where hooks run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum HookKind {
     /// A prompt is about to enter the loop. Blocking refuses it.
     UserPromptSubmit,
@@ -36,6 +37,7 @@ pub enum HookKind {
 /// What happened, as a hook sees it (and as JSON on a command hook's stdin).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "hook_event_name")]
+#[non_exhaustive]
 pub enum HookEvent {
     /// See [`HookKind::UserPromptSubmit`].
     UserPromptSubmit {

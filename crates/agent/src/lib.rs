@@ -2,14 +2,14 @@
 //! model call, executes tools under a permission policy and hooks, recovers
 //! from context overflow, and logs a session that survives crashes.
 //!
-//! The loop needs a multi-threaded tokio runtime: compaction is synchronous
-//! and blocks on the model for summaries.
+//! Everything is awaited, summaries included, so the loop runs on any tokio
+//! runtime, current-thread or multi-threaded.
 
 mod agent;
 mod builtin;
-pub mod hooks;
+mod hooks;
 mod prompt;
-pub mod session;
+mod session;
 mod summarizer;
 
 pub use agent::{
@@ -19,5 +19,5 @@ pub use agent::{
 pub use builtin::{CompactTool, TaskTool};
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
 pub use prompt::system_prompt;
-pub use session::{SessionInfo, SessionWriter, find_session, list_sessions};
+pub use session::{SessionFileError, SessionInfo, SessionWriter, find_session, list_sessions};
 pub use summarizer::ProviderSummarizer;

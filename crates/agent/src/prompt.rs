@@ -1,7 +1,7 @@
 //! The system prompt.
 
 use std::path::Path;
-use whittle_context::summarize::AUTHORITY_RULE;
+use whittle_context::AUTHORITY_RULE;
 use whittle_tools::Skills;
 
 /// The system prompt for a session in `workspace`. It stays the same for the

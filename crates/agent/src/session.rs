@@ -1,6 +1,6 @@
 //! Writing the session log, finding sessions, and opening one to resume.
 //!
-//! The record format lives in [`whittle_context::session_log`], where the
+//! The record format lives in [`whittle_context::SessionRecord`], where the
 //! replay importer reads it too. Every record is written and flushed as one
 //! line, so a crash loses at most the line being written.
 
@@ -8,7 +8,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use whittle_context::session_log::{SESSION_FORMAT, SessionRecord, SessionState, read_session};
+use whittle_context::{SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session};
 
 /// An open session log, appended to as the agent works.
 #[derive(Debug)]
@@ -42,7 +42,7 @@ pub enum SessionFileError {
     },
     /// The log could not be read back.
     #[error(transparent)]
-    Read(#[from] whittle_context::session_log::SessionError),
+    Read(#[from] SessionError),
     /// No session with that id (or none at all).
     #[error("no session {0} in .whittle/sessions (see /sessions)")]
     NotFound(String),

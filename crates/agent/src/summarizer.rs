@@ -2,18 +2,18 @@
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use whittle_context::summarize::{
-    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer, SummaryInput,
+use whittle_context::{
+    CONTINUATION_INSTRUCTION, Message, Role, SUMMARY_SYSTEM_PROMPT, SummarizeError, SummaryInput,
 };
-use whittle_context::{Message, Role};
 use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
 
-/// A [`Summarizer`] that asks a provider.
+/// Summaries for the compaction pipeline's requests
+/// ([`SummaryNeeded`](whittle_context::SummaryNeeded)), asked of a provider.
 ///
 /// A continuation is sent with the conversation's own system prompt and
 /// tools, so the provider's cached prefix serves it; a transcript is sent
-/// with [`SUMMARY_SYSTEM_PROMPT`]. The compaction pipeline is synchronous,
-/// so this blocks on the call: it needs a multi-threaded tokio runtime.
+/// with [`SUMMARY_SYSTEM_PROMPT`]. The call is awaited like any other, so it
+/// works on any tokio runtime.
 pub struct ProviderSummarizer {
     provider: Arc<dyn Provider>,
     model: String,
@@ -67,6 +67,35 @@ impl ProviderSummarizer {
         self
     }
 
+    /// Asks the provider for a summary of `input`, paying particular
+    /// attention to `focus` when given. The provider's "too long" becomes
+    /// [`SummarizeError::InputTooLong`], so the pipeline retries with less.
+    pub async fn summarize(
+        &mut self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+    ) -> Result<String, SummarizeError> {
+        let request = self.request(input, focus);
+        let result = tokio::select! {
+            result = complete(self.provider.as_ref(), request) => result,
+            () = self.cancel.cancelled() => return Err(SummarizeError::Cancelled),
+        };
+        match result {
+            Ok(response) => {
+                self.usage.push(response.usage);
+                debug_assert_eq!(response.message.role(), Role::Assistant);
+                let text = response.message.text();
+                if text.trim().is_empty() {
+                    Err(SummarizeError::Empty)
+                } else {
+                    Ok(text)
+                }
+            }
+            Err(LlmError::ContextOverflow { .. }) => Err(SummarizeError::InputTooLong),
+            Err(e) => Err(SummarizeError::failed(e)),
+        }
+    }
+
     fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
         let focus_line = focus
             .map(|f| format!("\n\nPay particular attention to: {f}"))
@@ -92,52 +121,6 @@ impl ProviderSummarizer {
                 request.max_tokens = self.max_tokens;
                 request
             }
-        }
-    }
-}
-
-impl Summarizer for ProviderSummarizer {
-    fn summarize(
-        &mut self,
-        input: SummaryInput<'_>,
-        focus: Option<&str>,
-    ) -> Result<String, SummarizeError> {
-        let request = self.request(input, focus);
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| SummarizeError::Failed("no async runtime to call the model".into()))?;
-        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return Err(SummarizeError::Failed(
-                "summaries need a multi-threaded runtime".into(),
-            ));
-        }
-        let provider = self.provider.clone();
-        let cancel = self.cancel.clone();
-        let result = tokio::task::block_in_place(|| {
-            handle.block_on(async move {
-                tokio::select! {
-                    result = complete(provider.as_ref(), request) => Some(result),
-                    () = cancel.cancelled() => None,
-                }
-            })
-        });
-        let Some(result) = result else {
-            return Err(SummarizeError::Failed("cancelled".into()));
-        };
-        match result {
-            Ok(response) => {
-                self.usage.push(response.usage);
-                debug_assert_eq!(response.message.role(), Role::Assistant);
-                let text = response.message.text();
-                if text.trim().is_empty() {
-                    Err(SummarizeError::Failed(
-                        "the model returned an empty summary".into(),
-                    ))
-                } else {
-                    Ok(text)
-                }
-            }
-            Err(LlmError::ContextOverflow { .. }) => Err(SummarizeError::InputTooLong),
-            Err(e) => Err(SummarizeError::Failed(e.to_string())),
         }
     }
 }

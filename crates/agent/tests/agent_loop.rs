@@ -11,8 +11,7 @@ use whittle_agent::{
     Agent, AgentConfig, AgentError, AgentEvent, CommandHook, CompactTool, HookKind, Hooks,
     MeterChoice, TurnOutcome, system_prompt,
 };
-use whittle_context::session_log::read_session;
-use whittle_context::{Limits, Message, TokenBudget, validate};
+use whittle_context::{Limits, Message, TokenBudget, read_session, validate};
 use whittle_llm::{AnthropicAuth, AnthropicConfig, AnthropicProvider, Provider, Secret};
 use whittle_tools::{PermissionMode, PermissionPolicy, Skills, ToolRegistry};
 
@@ -191,6 +190,61 @@ async fn the_compact_tool_runs_after_the_whole_batch_with_its_focus() {
             .iter()
             .any(|e| matches!(e, AgentEvent::Compaction(r) if r.applied()))
     );
+    s.assert_requests_valid();
+}
+
+/// Summaries are awaited like any model call: automatic compaction works on
+/// a single-threaded runtime, where blocking on the model would hang.
+#[tokio::test(flavor = "current_thread")]
+async fn automatic_compaction_summarizes_on_a_current_thread_runtime() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("A long tale. ".repeat(5_000)));
+    s.server.push_fn(|r| {
+        let asked = r.last_message_text();
+        assert!(asked.starts_with("<conversation>"), "{asked}");
+        assert!(asked.contains("A long tale."));
+        Step::Reply(Reply::text(
+            "The user asked for a story; a long one was told.",
+        ))
+    });
+    s.server.push(Reply::text("Short tale."));
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let (result, _) = run(&mut agent, "tell a story").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    assert!(agent.history().chars() > Limits::teaching().context_limit as usize);
+
+    let (result, events) = run(&mut agent, "now a shorter one").await;
+    assert_eq!(
+        result.unwrap(),
+        TurnOutcome::Done {
+            text: "Short tale.".into()
+        }
+    );
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &message_text(&requests[2].body["messages"][0]);
+    assert!(
+        first.starts_with("[Compacted]\n\nCurrent user request:\nnow a shorter one"),
+        "{first}"
+    );
+    assert!(first.contains("a long one was told"));
+    let compaction = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Compaction(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(compaction.step, whittle_context::Step::CompactHistory);
+    assert_eq!(compaction.trigger, whittle_context::Trigger::OverLimit);
+    assert!(compaction.applied(), "{compaction}");
+    // The summary call is counted: one usage for it, one for the answer.
+    let usages = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Usage(_)))
+        .count();
+    assert_eq!(usages, 2);
+    assert_eq!(agent.usage().calls, 3);
     s.assert_requests_valid();
 }
 

@@ -51,7 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Replay(args)) => {
             let rt = runtime()?;
-            return rt.block_on(replay_cmd::run(&args, &env));
+            return replay_cmd::run(&args, &env, rt.handle());
         }
         None => {}
     }
@@ -73,8 +73,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The agent blocks on the model inside compaction, which needs a
-/// multi-threaded runtime.
+/// The runtime the agent, its tools and its model calls run on. Any flavor
+/// works; worker threads let a tool's process, the model's stream and the
+/// terminal progress side by side.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -31,7 +31,11 @@ impl EventSink for OneShotSink {
         }
         match self.format {
             OutputFormat::Text => self.renderer.on_event(event),
-            OutputFormat::StreamJson => print_json_line(&event_json(&event)),
+            OutputFormat::StreamJson => {
+                if let Some(line) = event_json(&event) {
+                    print_json_line(&line);
+                }
+            }
             OutputFormat::Json => {}
         }
     }

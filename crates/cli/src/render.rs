@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use whittle_agent::{AgentEvent, EventSink};
-use whittle_context::pipeline::human;
-use whittle_context::{Outcome, StepReport, Trigger};
+use whittle_context::{Outcome, StepReport, Trigger, human};
 use whittle_tools::todo::render_todos;
 
 /// Characters of a tool's input or output shown on its line.
@@ -226,6 +225,8 @@ impl EventSink for Renderer {
                 self.line(&line);
                 self.resume_spinner();
             }
+            // Events this version does not show.
+            _ => {}
         }
     }
 }
@@ -259,7 +260,8 @@ pub fn compaction_line(r: &StepReport, workspace: &Path) -> String {
     let label = match r.trigger {
         Trigger::Requested => "compact",
         Trigger::Overflow => "reactive compact",
-        Trigger::OverLimit | Trigger::BatchOverBudget | Trigger::TooManyMessages => "auto compact",
+        // OverLimit, BatchOverBudget, TooManyMessages: the pipeline's own decisions.
+        _ => "auto compact",
     };
     let mut line = format!(
         "[{label}] {} -> {} {} ({}",
@@ -276,7 +278,8 @@ pub fn compaction_line(r: &StepReport, workspace: &Path) -> String {
         Outcome::Applied => {}
         Outcome::NotApplied(why) if why.is_empty() => line.push_str(", not applied"),
         Outcome::NotApplied(why) => line.push_str(&format!(", not applied: {}", one_line(why))),
-        Outcome::Failed(why) => line.push_str(&format!(", failed: {}", one_line(why))),
+        Outcome::Failed(why) => line.push_str(&format!(", failed: {}", one_line(&why.to_string()))),
+        other => line.push_str(&format!(", {}", other.as_str())),
     }
     if let Some(t) = r.transcript() {
         line.push_str(&format!(", transcript: {}", shorten(t, workspace)));
@@ -351,11 +354,6 @@ pub fn clip(text: &str, max: usize) -> String {
 
 /// A compaction report as JSON (for `--output-format json` and `stream-json`).
 pub fn report_json(r: &StepReport) -> Value {
-    let (outcome, reason) = match &r.outcome {
-        Outcome::Applied => ("applied", None),
-        Outcome::NotApplied(why) => ("not_applied", Some(why.clone())),
-        Outcome::Failed(why) => ("failed", Some(why.clone())),
-    };
     json!({
         "step": r.step.as_str(),
         "trigger": format!("{:?}", r.trigger),
@@ -365,14 +363,15 @@ pub fn report_json(r: &StepReport) -> Value {
         "changed": r.changed,
         "paths": r.paths,
         "transcript": r.transcript(),
-        "outcome": outcome,
-        "reason": reason,
+        "outcome": r.outcome.as_str(),
+        "reason": r.outcome.reason(),
     })
 }
 
-/// One agent event as a JSON object (`--output-format stream-json`).
-pub fn event_json(e: &AgentEvent) -> Value {
-    match e {
+/// One agent event as a JSON object (`--output-format stream-json`); `None`
+/// for events this version does not describe, which the stream leaves out.
+pub fn event_json(e: &AgentEvent) -> Option<Value> {
+    let value = match e {
         AgentEvent::Waiting => json!({"type": "waiting"}),
         AgentEvent::Text(t) => json!({"type": "text", "text": t}),
         AgentEvent::Thinking(t) => json!({"type": "thinking", "thinking": t}),
@@ -398,7 +397,9 @@ pub fn event_json(e: &AgentEvent) -> Value {
         AgentEvent::Usage(u) => json!({"type": "usage", "usage": u}),
         AgentEvent::Todos(items) => json!({"type": "todos", "todos": items}),
         AgentEvent::Warning(w) => json!({"type": "warning", "message": w}),
-    }
+        _ => return None,
+    };
+    Some(value)
 }
 
 #[cfg(test)]

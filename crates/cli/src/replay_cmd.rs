@@ -9,11 +9,12 @@ use anyhow::{Context, bail};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
+use tokio::runtime::Handle;
 use whittle_agent::ProviderSummarizer;
-use whittle_context::Summarizer;
 use whittle_context::replay::{
     Policy, Prices, ReplayConfig, StandInSummarizer, render_table, replay_paths,
 };
+use whittle_context::{SummarizeError, Summarizer, SummaryInput};
 use whittle_llm::ModelSpec;
 
 /// Output tokens a replay summary may use.
@@ -68,8 +69,27 @@ pub fn read_prices(path: &Path) -> anyhow::Result<Prices> {
     Ok(prices)
 }
 
-/// Runs the replay and prints the table (or JSON).
-pub async fn run(args: &ReplayArgs, env: Env<'_>) -> anyhow::Result<ExitCode> {
+/// A provider's summaries for the replay, which is synchronous: each call is
+/// awaited on `runtime` while the replay's thread, not one of its workers, waits.
+struct BlockingSummarizer {
+    summarizer: ProviderSummarizer,
+    runtime: Handle,
+}
+
+impl Summarizer for BlockingSummarizer {
+    fn summarize(
+        &mut self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+    ) -> Result<String, SummarizeError> {
+        self.runtime
+            .block_on(self.summarizer.summarize(input, focus))
+    }
+}
+
+/// Runs the replay and prints the table (or JSON). Call it from outside
+/// `runtime`, which makes the summaries when a model writes them.
+pub fn run(args: &ReplayArgs, env: Env<'_>, runtime: &Handle) -> anyhow::Result<ExitCode> {
     let policies = policies(&args.policies)?;
     if args.window_tokens < 1_000 {
         bail!("--window-tokens must be at least 1000");
@@ -99,26 +119,31 @@ pub async fn run(args: &ReplayArgs, env: Env<'_>) -> anyhow::Result<ExitCode> {
                     .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
                 let cwd = std::env::current_dir().context("cannot read the current folder")?;
                 let settings = resolve(cwd, Vec::new(), &Default::default(), env)?;
-                let provider = build_provider(&spec, &settings)?;
+                let provider = {
+                    // Providers may start tasks on the runtime as they are built.
+                    let _runtime = runtime.enter();
+                    build_provider(&spec, &settings)?
+                };
                 let model_id = spec.model.clone();
+                let runtime = runtime.clone();
                 (
                     Box::new(move || {
-                        Box::new(ProviderSummarizer::new(
-                            provider.clone(),
-                            model_id.clone(),
-                            "",
-                            Vec::new(),
-                            SUMMARY_MAX_TOKENS,
-                        )) as Box<dyn Summarizer>
+                        Box::new(BlockingSummarizer {
+                            summarizer: ProviderSummarizer::new(
+                                provider.clone(),
+                                model_id.clone(),
+                                "",
+                                Vec::new(),
+                                SUMMARY_MAX_TOKENS,
+                            ),
+                            runtime: runtime.clone(),
+                        }) as Box<dyn Summarizer>
                     }),
                     format!("model {spec}"),
                 )
             }
         };
-    // Summaries from a provider block on the runtime: keep this thread out of it.
-    let summary = tokio::task::block_in_place(|| {
-        replay_paths(&args.paths, &policies, &config, &mut factory, &name)
-    });
+    let summary = replay_paths(&args.paths, &policies, &config, &mut factory, &name);
     if args.json {
         out_line(&serde_json::to_string_pretty(&summary)?);
     } else {

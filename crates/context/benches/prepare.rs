@@ -18,7 +18,7 @@ struct Fixed;
 impl Summarizer for Fixed {
     fn summarize(
         &mut self,
-        _: whittle_context::summarize::SummaryInput<'_>,
+        _: whittle_context::SummaryInput<'_>,
         _: Option<&str>,
     ) -> Result<String, SummarizeError> {
         Ok("summary ".repeat(250))

@@ -4,15 +4,41 @@
 //! the model's window by tidying first and summarizing last: persist large tool
 //! results, snip the old middle, replace old results with saved placeholders,
 //! and only then summarize. It has no network and no async runtime, so any
-//! harness can depend on it; summarization goes through the [`Summarizer`]
-//! trait that the caller implements.
+//! harness can depend on it: a step that needs a summary stops at a
+//! [`SummaryNeeded`], which the caller answers however it makes summaries
+//! (awaiting its model, usually) and resumes.
 //!
 //! ```
-//! use whittle_context::{CharMeter, Compactor, History, Limits, Message, Store, Summarizer, SummarizeError};
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Message, Progress, Store};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut compactor = Compactor::new(Limits::teaching(), Store::new(dir.path()), Box::new(CharMeter));
+//! let mut history = History::new(vec![Message::user("write a haiku"), Message::assistant("x".repeat(60_000))]);
+//! history.push(Message::user("shorter please"));
+//! let mut progress = compactor.start_prepare(&mut history, "shorter please");
+//! let outcome = loop {
+//!     progress = match progress {
+//!         Progress::Done(outcome) => break outcome,
+//!         Progress::NeedsSummary(needed) => {
+//!             // A harness sends needed.input() and needed.focus() to its model here.
+//!             assert!(needed.input().chars() > 60_000);
+//!             needed.resume(Ok("the user wants a haiku".into()))
+//!         }
+//!     };
+//! };
+//! assert!(!outcome.over_limit);
+//! assert!(history.messages()[0].text().starts_with("[Compacted]"));
+//! ```
+//!
+//! A caller that can block (replay, a test) implements [`Summarizer`]
+//! instead, and [`Compactor::prepare`] answers every request with it:
+//!
+//! ```
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Message, Store, Summarizer, SummarizeError, SummaryInput};
 //!
 //! struct Fixed;
 //! impl Summarizer for Fixed {
-//!     fn summarize(&mut self, _: whittle_context::summarize::SummaryInput<'_>, _: Option<&str>) -> Result<String, SummarizeError> {
+//!     fn summarize(&mut self, _: SummaryInput<'_>, _: Option<&str>) -> Result<String, SummarizeError> {
 //!         Ok("the user wants a haiku".into())
 //!     }
 //! }
@@ -25,32 +51,42 @@
 //! assert!(history.messages()[0].text().starts_with("[Compacted]"));
 //! ```
 
-pub mod history;
+mod history;
 pub mod import;
-pub mod limits;
-pub mod markers;
-pub mod message;
-pub mod meter;
-pub mod pairs;
-pub mod pipeline;
-pub mod recovery;
+mod limits;
+mod markers;
+mod message;
+mod meter;
+mod pairs;
+mod pipeline;
+mod recovery;
 pub mod replay;
-pub mod session_log;
-pub mod store;
-pub mod summarize;
-pub mod validate;
+mod session_log;
+mod store;
+mod summarize;
+mod validate;
 
 pub use history::{BlockRef, History};
 pub use limits::{Limits, TokenBudget};
+pub use markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_saved_placeholder, saved_path};
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
     ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
 };
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use pipeline::{
-    Compactor, Ctx, Outcome, PrepareOutcome, Step, StepReport, Trigger, compact_history,
-    fit_tool_results, micro_compact, reactive_compact, snip_compact, tool_result_budget,
+    Compactor, Ctx, Outcome, PrepareOutcome, Progress, Step, StepError, StepReport, SummaryNeeded,
+    Trigger, cache_anchor, fit_tool_results, human, micro_compact, snip_compact, tidy_floor,
+    tool_result_budget,
+};
+pub use recovery::{RecoveryReport, check as check_recovery};
+pub use session_log::{
+    INTERRUPTED_RESULT, SESSION_FORMAT, SessionError, SessionRecord, SessionState, parse_session,
+    read_session, repair_unanswered,
 };
 pub use store::{Store, StoreError, write_atomic};
-pub use summarize::{SummarizeError, Summarizer};
+pub use summarize::{
+    AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
+    SummaryInput, bounded_transcript,
+};
 pub use validate::{ValidationError, validate};

@@ -29,7 +29,8 @@ pub trait Meter {
     fn measure(&self, history: &History) -> u64;
     /// Converts a number of characters to this meter's unit.
     fn chars_to_units(&self, chars: usize) -> u64;
-    /// The unit.
+    /// The unit of every size this meter returns; reports carry it, since a
+    /// size in tokens and one in characters differ about fourfold.
     fn unit(&self) -> Unit;
     /// Learns from the provider's count of input tokens for a request made
     /// from `history` as it is now. Meters that do not calibrate ignore it.

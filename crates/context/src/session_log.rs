@@ -21,8 +21,9 @@ pub const INTERRUPTED_RESULT: &str = "[interrupted: the session stopped before t
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SessionRecord {
-    /// The first line.
+    /// The first line: which format and session the rest belongs to.
     Session {
         /// Always [`SESSION_FORMAT`].
         format: String,
@@ -30,7 +31,7 @@ pub enum SessionRecord {
         id: String,
         /// `PROVIDER:MODEL` at the start.
         model: String,
-        /// The workspace.
+        /// The workspace, so a session is resumed where it ran.
         cwd: String,
         /// Milliseconds since the Unix epoch.
         created_ms: u64,
@@ -119,7 +120,8 @@ pub struct SessionState {
     /// Every message as it first entered the conversation, compactions
     /// ignored: what replay feeds through other policies.
     pub original: Vec<Message>,
-    /// The last active request.
+    /// The last active request, which a resumed session's compactions keep
+    /// as the only instruction.
     pub request: String,
     /// Tool calls given an "interrupted" result on reading.
     pub repairs: usize,
@@ -131,6 +133,7 @@ pub struct SessionState {
 
 /// Why a session log could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// The file could not be read.
     #[error("{path}: {source}")]

@@ -18,6 +18,7 @@ pub const MAX_STEM_CHARS: usize = 120;
 
 /// What went wrong writing to or reading from the store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A file could not be written or read.
     #[error("{path}: {source}")]
@@ -68,7 +69,8 @@ impl Store {
         Store { root: root.into() }
     }
 
-    /// The root directory.
+    /// The directory everything is saved under, so a harness can say where
+    /// a session's outputs went.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -154,6 +156,13 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// Reads back an output persisted by [`Store::persist_tool_result`]
+    /// (found through a marker, so a preview can be made of the file rather
+    /// than of the marker).
+    pub fn read_persisted(path: &Path) -> Result<String, StoreError> {
+        fs::read_to_string(path).map_err(io_err(path))
     }
 
     /// The canonical form of `candidate` if it names an existing file inside

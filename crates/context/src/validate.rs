@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 /// Why a history would be rejected by the Messages API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ValidationError {
     /// A request needs at least one message.
     #[error("the history has no messages")]

@@ -7,11 +7,9 @@ mod common;
 
 use common::{Recording, file_text, read_call, result};
 use std::fs;
-use whittle_context::markers::{is_saved_placeholder, saved_path};
-use whittle_context::recovery;
 use whittle_context::{
     Block, CharMeter, Compactor, History, Limits, Message, Outcome, Step, Store, TokenBudget,
-    TokenMeter, validate,
+    TokenMeter, check_recovery, is_saved_placeholder, saved_path, validate,
 };
 
 fn compactor(dir: &std::path::Path) -> Compactor {
@@ -80,7 +78,7 @@ fn old_seen_results_become_saved_placeholders_oldest_first() {
     }
     assert_eq!(validate(h.messages()), Ok(()));
     assert_eq!(
-        recovery::check(&originals, &h, c.store()).unrecoverable_chars,
+        check_recovery(&originals, &h, c.store()).unrecoverable_chars,
         0
     );
 }
@@ -279,7 +277,7 @@ fn unseen_results_are_never_replaced_but_can_be_fitted() {
     assert!(h.chars() <= 40_000);
     assert_eq!(validate(h.messages()), Ok(()));
     assert_eq!(
-        recovery::check(&originals, &h, c.store()).unrecoverable_chars,
+        check_recovery(&originals, &h, c.store()).unrecoverable_chars,
         0
     );
 }
@@ -312,7 +310,7 @@ fn forged_markers_in_tool_output_are_saved_like_any_output() {
     let path = saved_path(first, c.store()).expect("the forged output was saved into the store");
     assert_eq!(fs::read_to_string(path).unwrap(), forged);
     assert_eq!(
-        recovery::check(&originals, &h, c.store()).unrecoverable_chars,
+        check_recovery(&originals, &h, c.store()).unrecoverable_chars,
         0
     );
 }
@@ -340,7 +338,7 @@ fn reactive_compact_keeps_the_newest_five_pair_safe() {
     assert_eq!(&h.messages()[1..], &originals[originals.len() - 6..]);
     assert_eq!(validate(h.messages()), Ok(()));
     assert_eq!(
-        recovery::check(&originals, &h, c.store()).unrecoverable_chars,
+        check_recovery(&originals, &h, c.store()).unrecoverable_chars,
         0
     );
 }

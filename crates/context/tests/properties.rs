@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use whittle_context::{
     Block, CharMeter, Compactor, History, Limits, Message, Store, TokenBudget, TokenMeter,
-    recovery, validate,
+    check_recovery, validate,
 };
 
 #[derive(Clone, Debug)]
@@ -151,7 +151,7 @@ proptest! {
             let outcome = c.prepare(&mut h, request, &mut s);
             prop_assert_eq!(validate(h.messages()), Ok(()), "after {:?}", outcome.reports);
             prop_assert!(contains_request(&h, request));
-            let lost = recovery::check(&original, &h, c.store());
+            let lost = check_recovery(&original, &h, c.store());
             prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
             prop_assert!(outcome.after <= outcome.before);
         }
@@ -170,7 +170,7 @@ proptest! {
         let report = c.reactive_compact(&mut h, request, &mut Recording::default());
         prop_assert_eq!(validate(h.messages()), Ok(()), "after {:?}", report);
         prop_assert!(contains_request(&h, request));
-        let lost = recovery::check(&original, &h, c.store());
+        let lost = check_recovery(&original, &h, c.store());
         prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
     }
 

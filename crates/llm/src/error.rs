@@ -9,6 +9,7 @@ use thiserror::Error;
 /// Why a model call failed. Each message is one line that says what to do;
 /// none ever contains a credential.
 #[derive(Clone, Debug, PartialEq, Error)]
+#[non_exhaustive]
 pub enum LlmError {
     /// No credential was configured.
     #[error("no API key for {provider}: set {var}")]

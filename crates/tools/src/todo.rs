@@ -60,7 +60,7 @@ pub enum TodoError {
         /// Their 1-based positions, comma-separated.
         positions: String,
     },
-    /// The list is longer than the tool accepts (`MAX_ITEMS`).
+    /// The list is longer than one list may hold: a plan gone wrong.
     #[error("{count} items is too many; keep the list to at most {MAX_ITEMS}")]
     TooMany {
         /// How many items were given.

@@ -1,74 +1,115 @@
-//! The steps that call the summarizer: last resort, and recovery from overflow.
+//! The steps that need a summary: compact_history (the last resort, or when
+//! asked) and reactive_compact (recovery from an overflow).
+//!
+//! Each is cut where the summary is needed, so that no model is called from
+//! here: `start_*` does the work before the summary (measure, write the
+//! transcript, choose the input) and either finishes or returns a
+//! [`PendingSummary`]; [`PendingSummary::resume`] takes the summarizer's
+//! answer and finishes the step, or asks once more with less input.
 
+use super::Ctx;
+use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::fit_results_to;
-use super::{Ctx, Outcome, Step, StepReport, Trigger};
 use crate::history::History;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::message::Message;
 use crate::pairs::safe_cut_at_or_before;
-use crate::summarize::{SummarizeError, Summarizer, SummaryInput, bounded_transcript};
+use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use std::path::PathBuf;
 
-/// Step 4. Writes the whole history to a transcript, asks for a factual
-/// summary of a bounded rendering of it (retrying once with half the input
-/// if the summarizer says it is too long), and replaces the history with one
+/// How far a summarizing step got.
+pub(super) enum StepProgress {
+    /// The step is over (applied, not applied, or failed).
+    Done(StepReport),
+    /// The step waits for a summary.
+    Waiting(PendingSummary),
+}
+
+/// A summarizing step stopped at its summary request. It holds no borrow
+/// of the history: whoever holds it must resume it on the same, unchanged
+/// history (see `SummaryNeeded`, which makes sure of that).
+pub(super) struct PendingSummary {
+    /// What the step does with the summary.
+    step: SummaryStep,
+    /// The active request, quoted in the replacement message as the only
+    /// part that carries instructions.
+    request: String,
+    /// The summary covers `history.messages()[..end]`.
+    end: usize,
+    /// What the summary should pay particular attention to.
+    focus: Option<String>,
+    /// How the messages are given to the summarizer this time.
+    input: InputForm,
+    /// Whether the one retry after "input too long" has been used.
+    retried: bool,
+    /// The transcript of `..end`, written before asking, so nothing is lost
+    /// whatever the summary says.
+    transcript: PathBuf,
+    report: StepReport,
+}
+
+/// What a step does with its summary.
+#[derive(Clone, Copy, Debug)]
+enum SummaryStep {
+    /// Replace the whole history with one `[Compacted]` message.
+    CompactHistory,
+    /// Replace the messages before the kept tail with one `[Reactive
+    /// compact]` message, then shrink the tail's largest results.
+    ReactiveCompact,
+}
+
+/// How the messages are given to the summarizer.
+enum InputForm {
+    /// As they are, continued with a summary request: the provider's cache
+    /// serves the prefix.
+    InPlace,
+    /// A plain-text rendering cut to `window` characters, made once.
+    Bounded { window: usize, text: String },
+}
+
+/// Step 4. Writes the whole history to a transcript and asks for a factual
+/// summary (in place while the history is small enough, else of a bounded
+/// rendering). The summary, once given, replaces the history with one
 /// `[Compacted]` message carrying the current request, the summary as
-/// reference data, and the transcript's path. Not applied if that message
+/// reference data, and the transcript's path; not applied if that message
 /// would not be smaller than the history.
-pub fn compact_history(
-    history: &mut History,
+pub(super) fn start_compact_history(
+    history: &History,
     cx: &Ctx,
     request: &str,
-    summarizer: &mut dyn Summarizer,
     focus: Option<&str>,
     trigger: Trigger,
-) -> StepReport {
-    let mut report = StepReport::new(
-        Step::CompactHistory,
-        trigger,
-        cx.measure(history),
-        cx.meter.unit(),
-    );
+) -> StepProgress {
+    let before = cx.measure(history);
+    let mut report = StepReport::new(Step::CompactHistory, trigger, before, cx.meter.unit());
     if history.is_empty() {
         report.outcome = Outcome::NotApplied("the history is empty".into());
-        return report;
+        return StepProgress::Done(report);
     }
-    let in_place = cx.measure(history) <= cx.limits.summarize_in_place_up_to;
-    let Some((summary, transcript)) = summarize_into(
+    let in_place = before <= cx.limits.summarize_in_place_up_to;
+    PendingSummary::start(
+        SummaryStep::CompactHistory,
+        report,
+        request,
+        focus,
         history.messages(),
         in_place,
         cx,
-        summarizer,
-        focus,
-        &mut report,
-    ) else {
-        return report;
-    };
-    let replacement = compacted_message(COMPACTED_HEADER, request, &summary, &transcript);
-    if replacement.chars() >= history.chars() {
-        report.outcome = Outcome::NotApplied("the summary is not smaller than the history".into());
-        return report;
-    }
-    report.changed = history.len();
-    history.replace_all(vec![replacement]);
-    report.outcome = Outcome::Applied;
-    report.after = cx.measure(history);
-    report
+    )
 }
 
 /// After the provider rejected a request as too long: writes the transcript,
-/// keeps the newest `reactive_keep` messages (moved back so no pair is split),
-/// and replaces everything before them with one `[Reactive compact]` summary
-/// message. If the kept messages alone are still above the target, their
-/// largest results become persisted previews too, since the meter has just
-/// been proven to underestimate.
-pub fn reactive_compact(
+/// keeps the newest `reactive_keep` messages (moved back so no pair is
+/// split), and asks for a summary of everything before them, which then
+/// replaces them as one `[Reactive compact]` message. If the kept messages
+/// alone are still above the target, their largest results become persisted
+/// previews too, since the meter has just been proven to underestimate.
+pub(super) fn start_reactive_compact(
     history: &mut History,
     cx: &Ctx,
     request: &str,
-    summarizer: &mut dyn Summarizer,
-) -> StepReport {
-    let mut report = StepReport::new(
+) -> StepProgress {
+    let report = StepReport::new(
         Step::ReactiveCompact,
         Trigger::Overflow,
         cx.measure(history),
@@ -80,28 +121,160 @@ pub fn reactive_compact(
         messages.len().saturating_sub(cx.limits.reactive_keep),
     );
     if tail_start > 0 {
-        let Some((summary, transcript)) = summarize_into(
+        return PendingSummary::start(
+            SummaryStep::ReactiveCompact,
+            report,
+            request,
+            None,
             &messages[..tail_start],
             false,
             cx,
-            summarizer,
-            None,
-            &mut report,
-        ) else {
-            return report;
+        );
+    }
+    StepProgress::Done(shrink_kept_tail(history, cx, report))
+}
+
+impl PendingSummary {
+    /// Writes the transcript of `messages` (the history's first
+    /// `messages.len()`) and prepares the first summary input; a failed
+    /// write ends the step, leaving the history as it was.
+    fn start(
+        step: SummaryStep,
+        mut report: StepReport,
+        request: &str,
+        focus: Option<&str>,
+        messages: &[Message],
+        in_place: bool,
+        cx: &Ctx,
+    ) -> StepProgress {
+        let transcript = match cx.store.write_transcript(messages) {
+            Ok(path) => path,
+            Err(e) => {
+                report.outcome = Outcome::Failed(e.into());
+                return StepProgress::Done(report);
+            }
         };
-        let replacement = compacted_message(REACTIVE_HEADER, request, &summary, &transcript);
-        let replaced: usize = messages[..tail_start].iter().map(Message::chars).sum();
-        // Never grow the context: a summary longer than what it replaces is dropped.
-        if replacement.chars() < replaced {
-            history.splice(0..tail_start, vec![replacement]);
-            report.changed = tail_start;
-            report.outcome = Outcome::Applied;
+        report.paths.push(transcript.clone());
+        let input = if in_place {
+            InputForm::InPlace
         } else {
-            report.outcome =
-                Outcome::NotApplied("the summary is not smaller than what it replaces".into());
+            let window = cx.limits.summary_input_chars;
+            InputForm::Bounded {
+                window,
+                text: bounded_transcript(messages, window),
+            }
+        };
+        StepProgress::Waiting(PendingSummary {
+            step,
+            request: request.to_string(),
+            end: messages.len(),
+            focus: focus.map(str::to_string),
+            input,
+            retried: false,
+            transcript,
+            report,
+        })
+    }
+
+    /// Which step waits.
+    pub(super) fn step(&self) -> Step {
+        self.report.step
+    }
+
+    /// What to summarize, from `history` (the one the step started on).
+    pub(super) fn input<'h>(&'h self, history: &'h History) -> SummaryInput<'h> {
+        match &self.input {
+            InputForm::InPlace => SummaryInput::Continuation(&history.messages()[..self.end]),
+            InputForm::Bounded { text, .. } => SummaryInput::Transcript(text),
         }
     }
+
+    /// What the summary should pay particular attention to.
+    pub(super) fn focus(&self) -> Option<&str> {
+        self.focus.as_deref()
+    }
+
+    /// Finishes the step with the summarizer's answer. "Input too long" is
+    /// answered once by asking again with less: in place falls back to the
+    /// bounded rendering, a bounded rendering is halved. Any other failure
+    /// ends the step with the history as it was.
+    pub(super) fn resume(
+        mut self,
+        history: &mut History,
+        cx: &Ctx,
+        answer: Result<String, SummarizeError>,
+    ) -> StepProgress {
+        match answer {
+            Ok(summary) => StepProgress::Done(self.apply(history, cx, summary.trim())),
+            Err(SummarizeError::InputTooLong) if !self.retried => {
+                self.retried = true;
+                let window = match self.input {
+                    InputForm::InPlace => cx.limits.summary_input_chars,
+                    InputForm::Bounded { window, .. } => window / 2,
+                };
+                self.input = InputForm::Bounded {
+                    window,
+                    text: bounded_transcript(&history.messages()[..self.end], window),
+                };
+                StepProgress::Waiting(self)
+            }
+            Err(e) => {
+                self.report.outcome = Outcome::Failed(e.into());
+                StepProgress::Done(self.report)
+            }
+        }
+    }
+
+    /// Puts the summary in place of what it covers, unless that would not
+    /// shrink the context.
+    fn apply(self, history: &mut History, cx: &Ctx, summary: &str) -> StepReport {
+        let PendingSummary {
+            step,
+            request,
+            end,
+            transcript,
+            mut report,
+            ..
+        } = self;
+        match step {
+            SummaryStep::CompactHistory => {
+                let replacement =
+                    compacted_message(COMPACTED_HEADER, &request, summary, &transcript);
+                if replacement.chars() >= history.chars() {
+                    report.outcome =
+                        Outcome::NotApplied("the summary is not smaller than the history".into());
+                    return report;
+                }
+                report.changed = history.len();
+                history.replace_all(vec![replacement]);
+                report.outcome = Outcome::Applied;
+                report.after = cx.measure(history);
+                report
+            }
+            SummaryStep::ReactiveCompact => {
+                let replacement =
+                    compacted_message(REACTIVE_HEADER, &request, summary, &transcript);
+                let replaced: usize = history.messages()[..end].iter().map(Message::chars).sum();
+                // Never grow the context: a summary longer than what it replaces is dropped.
+                if replacement.chars() < replaced {
+                    history.splice(0..end, vec![replacement]);
+                    report.changed = end;
+                    report.outcome = Outcome::Applied;
+                } else {
+                    report.outcome = Outcome::NotApplied(
+                        "the summary is not smaller than what it replaces".into(),
+                    );
+                }
+                shrink_kept_tail(history, cx, report)
+            }
+        }
+    }
+}
+
+/// The end of reactive_compact: whatever the summary did, the largest
+/// results still in the history become persisted previews until it is at
+/// the target.
+fn shrink_kept_tail(history: &mut History, cx: &Ctx, mut report: StepReport) -> StepReport {
     if let Some(fit) = fit_results_to(
         history,
         cx,
@@ -115,59 +288,9 @@ pub fn reactive_compact(
             report.outcome = Outcome::Applied;
         }
     }
-    if report.outcome != Outcome::Applied && matches!(report.outcome, Outcome::NotApplied(_)) {
+    if matches!(report.outcome, Outcome::NotApplied(_)) {
         report.outcome = Outcome::NotApplied("nothing left to summarize or shrink".into());
     }
     report.after = cx.measure(history);
     report
-}
-
-/// Writes the transcript of `messages` and summarizes them: in place when
-/// `in_place`, else from a bounded transcript; "input too long" falls back
-/// from in place to the transcript, or halves the transcript, once. Returns
-/// the trimmed summary and the transcript's path; on failure records it in
-/// `report` and returns `None`.
-fn summarize_into(
-    messages: &[Message],
-    in_place: bool,
-    cx: &Ctx,
-    summarizer: &mut dyn Summarizer,
-    focus: Option<&str>,
-    report: &mut StepReport,
-) -> Option<(String, PathBuf)> {
-    let transcript = match cx.store.write_transcript(messages) {
-        Ok(p) => p,
-        Err(e) => {
-            report.outcome = Outcome::Failed(e.to_string());
-            return None;
-        }
-    };
-    report.paths.push(transcript.clone());
-    let mut window = cx.limits.summary_input_chars;
-    let mut in_place = in_place;
-    let mut retried = false;
-    let summary = loop {
-        let result = if in_place {
-            summarizer.summarize(SummaryInput::Continuation(messages), focus)
-        } else {
-            let text = bounded_transcript(messages, window);
-            summarizer.summarize(SummaryInput::Transcript(&text), focus)
-        };
-        match result {
-            Ok(s) => break s,
-            Err(SummarizeError::InputTooLong) if !retried => {
-                retried = true;
-                if in_place {
-                    in_place = false;
-                } else {
-                    window /= 2;
-                }
-            }
-            Err(e) => {
-                report.outcome = Outcome::Failed(e.to_string());
-                return None;
-            }
-        }
-    };
-    Some((summary.trim().to_string(), transcript))
 }

@@ -1,12 +1,14 @@
 //! The steps that cost no model call: persist, snip, replace, fit.
 
-use super::{Ctx, Outcome, Step, StepReport, Trigger};
+use super::Ctx;
+use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::markers::{
     archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path, saved_placeholder,
 };
-use crate::message::{Block, Role, ToolResult};
+use crate::message::{Block, Role};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
+use crate::store::Store;
 use std::path::PathBuf;
 
 /// Step 1. If the newest user message's tool_results together exceed the
@@ -63,11 +65,12 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
             continue;
         }
         match persist_preview(history, cx, at, cx.limits.preview_chars) {
-            Ok((path, new_chars)) => {
+            Ok(Some((path, new_chars))) => {
                 total = total - chars + new_chars;
                 report.paths.push(path);
                 report.changed += 1;
             }
+            Ok(None) => {}
             Err(e) => report.outcome = Outcome::Failed(e),
         }
     }
@@ -110,7 +113,7 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let transcript = match cx.store.write_transcript(messages) {
         Ok(p) => p,
         Err(e) => {
-            report.outcome = Outcome::Failed(e.to_string());
+            report.outcome = Outcome::Failed(e.into());
             return Some(report);
         }
     };
@@ -202,7 +205,7 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
                     p
                 }
                 Err(e) => {
-                    report.outcome = Outcome::Failed(e.to_string());
+                    report.outcome = Outcome::Failed(e.into());
                     continue;
                 }
             },
@@ -313,10 +316,11 @@ pub(super) fn fit_results_to(
             break;
         }
         match persist_preview(history, cx, at, preview) {
-            Ok((path, _)) => {
+            Ok(Some((path, _))) => {
                 report.paths.push(path);
                 report.changed += 1;
             }
+            Ok(None) => {}
             Err(e) => report.outcome = Outcome::Failed(e),
         }
     }
@@ -325,38 +329,34 @@ pub(super) fn fit_results_to(
 
 /// Saves the result at `at` (unless it is already saved in the store) and
 /// replaces its content by a persisted-output marker with a preview.
-/// Returns the path and the new content's size in chars.
+/// Returns the path and the new content's size in chars; `None` when `at`
+/// holds no tool result.
 fn persist_preview(
     history: &mut History,
     cx: &Ctx,
     at: BlockRef,
     preview_chars: usize,
-) -> Result<(PathBuf, usize), String> {
-    let result: &ToolResult = history
-        .block(at)
-        .and_then(Block::as_tool_result)
-        .ok_or_else(|| "no tool_result there".to_string())?;
+) -> Result<Option<(PathBuf, usize)>, StepError> {
+    let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+        return Ok(None);
+    };
     // An already-saved result keeps its file; the preview is of the file, not of the marker.
     let (path, source) = match saved_path(result, cx.store) {
         Some(p) => {
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = Store::read_persisted(&p)?;
             (p, text)
         }
         None => {
             let full = result.full_text();
-            let p = cx
-                .store
-                .persist_tool_result(&result.tool_use_id, &full)
-                .map_err(|e| e.to_string())?;
+            let p = cx.store.persist_tool_result(&result.tool_use_id, &full)?;
             (p, full)
         }
     };
     let marker = persisted_output(&path, &source, preview_chars);
     let new_chars = marker.chars().count();
-    history
+    Ok(history
         .set_tool_result_content(at, marker)
-        .ok_or_else(|| "no tool_result there".to_string())?;
-    Ok((path, new_chars))
+        .map(|()| (path, new_chars)))
 }
 
 /// Fills in `after` and the outcome of a tidy step.

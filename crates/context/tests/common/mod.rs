@@ -2,8 +2,7 @@
 #![allow(dead_code)]
 
 use serde_json::json;
-use whittle_context::summarize::SummaryInput;
-use whittle_context::{Block, Message, SummarizeError, Summarizer};
+use whittle_context::{Block, Message, SummarizeError, Summarizer, SummaryInput};
 
 /// A summarizer that returns a fixed text and remembers what it was given.
 #[derive(Default)]

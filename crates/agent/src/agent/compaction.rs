@@ -1,0 +1,181 @@
+//! Compaction in the loop: the pipeline before every model call, `/compact`
+//! and the `compact` tool, and recovery from an overflow. The pipeline stops
+//! whenever it needs a summary; the session's own model writes it, awaited
+//! here like any other call, so the loop runs on any tokio runtime.
+
+use super::Agent;
+use super::error::AgentError;
+use super::events::{AgentEvent, EventSink};
+use crate::hooks::HookEvent;
+use crate::summarizer::ProviderSummarizer;
+use tokio_util::sync::CancellationToken;
+use whittle_context::{Outcome, PrepareOutcome, Progress, SessionRecord, StepReport};
+use whittle_llm::Usage;
+
+impl Agent {
+    /// `/compact [focus]` and the `compact` tool: summarize now. `cancel`
+    /// abandons the summary call, leaving the history as it was.
+    pub async fn compact(
+        &mut self,
+        focus: Option<&str>,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<StepReport, AgentError> {
+        self.announce_compaction("manual", sink).await;
+        let mut summarizer = self.summarizer(cancel);
+        let progress = self
+            .compactor
+            .start_compact(&mut self.history, &self.request, focus);
+        let report = answer_summaries(progress, &mut summarizer).await;
+        self.after_compaction(summarizer.take_usage(), std::slice::from_ref(&report), sink)
+            .await?;
+        Ok(report)
+    }
+
+    /// The pipeline before a model call. The PreCompact hook hears of it
+    /// only when the context is over the limit, i.e. when a summary may follow.
+    pub(super) async fn prepare(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<PrepareOutcome, AgentError> {
+        if self.compactor.measure(&self.history) > self.compactor.limits().context_limit {
+            self.announce_compaction("auto", sink).await;
+        }
+        let mut summarizer = self.summarizer(cancel);
+        let progress = self
+            .compactor
+            .start_prepare(&mut self.history, &self.request);
+        let outcome = answer_summaries(progress, &mut summarizer).await;
+        self.after_compaction(summarizer.take_usage(), &outcome.reports, sink)
+            .await?;
+        Ok(outcome)
+    }
+
+    /// After the provider refused the request as too long.
+    pub(super) async fn reactive_compact(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<StepReport, AgentError> {
+        self.announce_compaction("overflow", sink).await;
+        let mut summarizer = self.summarizer(cancel);
+        let progress = self
+            .compactor
+            .start_reactive_compact(&mut self.history, &self.request);
+        let report = answer_summaries(progress, &mut summarizer).await;
+        self.after_compaction(summarizer.take_usage(), std::slice::from_ref(&report), sink)
+            .await?;
+        Ok(report)
+    }
+
+    /// Runs the PreCompact hooks; they can only watch, not block.
+    async fn announce_compaction(&mut self, trigger: &str, sink: &mut dyn EventSink) {
+        let event = HookEvent::PreCompact {
+            trigger: trigger.into(),
+            size: self.compactor.measure(&self.history),
+        };
+        self.run_hook(&event, sink).await;
+    }
+
+    /// Summaries by the session's model with the conversation's own system
+    /// prompt, tools and reasoning, so a summary in place reads the cached
+    /// prefix; `cancel` abandons the call.
+    fn summarizer(&self, cancel: &CancellationToken) -> ProviderSummarizer {
+        ProviderSummarizer::new(
+            self.provider.clone(),
+            &self.config.model,
+            &self.config.system_prompt,
+            self.tools.specs(),
+            self.config.max_tokens,
+        )
+        .with_reasoning(self.config.reasoning)
+        .with_cancel(cancel.clone())
+    }
+
+    /// Shows and logs what compaction did: first the summary calls' usage,
+    /// then each report (a failure also as a warning and a log record), then
+    /// one log record with the new history, then the PostCompact hooks.
+    async fn after_compaction(
+        &mut self,
+        summary_usage: Vec<Usage>,
+        reports: &[StepReport],
+        sink: &mut dyn EventSink,
+    ) -> Result<(), AgentError> {
+        for usage in summary_usage {
+            self.count_usage(&usage)?;
+            sink.on_event(AgentEvent::Usage(usage));
+        }
+        let applied: Vec<&StepReport> = reports.iter().filter(|r| r.applied()).collect();
+        for r in reports {
+            if let Some(t) = r.transcript() {
+                self.last_transcript = Some(t.clone());
+            }
+            sink.on_event(AgentEvent::Compaction(r.clone()));
+            if let Outcome::Failed(why) = &r.outcome {
+                sink.on_event(AgentEvent::Warning(format!(
+                    "{} failed: {why}",
+                    r.step.as_str()
+                )));
+                self.log(SessionRecord::CompactionFailed {
+                    step: r.step.as_str().to_string(),
+                    trigger: r.trigger.as_str().to_string(),
+                    reason: why.to_string(),
+                })?;
+            }
+        }
+        let (Some(first), Some(last)) = (applied.first(), applied.last()) else {
+            return Ok(());
+        };
+        let from = self.history.take_edited_from();
+        let record = SessionRecord::Compaction {
+            step: applied
+                .iter()
+                .map(|r| r.step.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            trigger: applied
+                .iter()
+                .map(|r| r.trigger.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            before: first.before,
+            after: last.after,
+            unit: last.unit.as_str().to_string(),
+            paths: applied
+                .iter()
+                .flat_map(|r| r.paths.iter().cloned())
+                .collect(),
+            from,
+            messages: self.history.messages()[from..].to_vec(),
+        };
+        self.log(record)?;
+        for r in applied {
+            let event = HookEvent::PostCompact {
+                step: r.step.as_str().to_string(),
+                before: r.before,
+                after: r.after,
+                paths: r.paths.clone(),
+            };
+            self.run_hook(&event, sink).await;
+        }
+        Ok(())
+    }
+}
+
+/// Answers every summary request of a pipeline entry point with the model
+/// until the entry point finishes.
+async fn answer_summaries<T>(
+    mut progress: Progress<'_, T>,
+    summarizer: &mut ProviderSummarizer,
+) -> T {
+    loop {
+        progress = match progress {
+            Progress::Done(result) => return result,
+            Progress::NeedsSummary(needed) => {
+                let answer = summarizer.summarize(needed.input(), needed.focus()).await;
+                needed.resume(answer)
+            }
+        };
+    }
+}

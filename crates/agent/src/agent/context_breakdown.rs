@@ -1,0 +1,54 @@
+//! What fills the context, for `/context`.
+
+use super::Agent;
+use super::config::MeterChoice;
+use whittle_context::Block;
+
+/// What fills the context, for `/context`, in the meter's unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextBreakdown {
+    /// The system prompt.
+    pub system: u64,
+    /// The tool definitions.
+    pub tools: u64,
+    /// Messages, except tool results.
+    pub messages: u64,
+    /// Tool results.
+    pub tool_results: u64,
+    /// Where compaction starts.
+    pub limit: u64,
+    /// The model's window (tokens), or the limit in chars mode.
+    pub window: u64,
+}
+
+impl Agent {
+    /// What fills the context, for `/context`.
+    pub fn context_breakdown(&self) -> ContextBreakdown {
+        let meter = self.compactor.meter();
+        let specs = self.tools.specs();
+        let result_chars: usize = self
+            .history
+            .messages()
+            .iter()
+            .flat_map(|m| {
+                m.blocks()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| matches!(b, Block::ToolResult(_)))
+                    .map(|(i, _)| m.block_chars(i).unwrap_or(0))
+            })
+            .sum();
+        let limits = self.compactor.limits();
+        ContextBreakdown {
+            system: meter.chars_to_units(self.config.system_prompt.chars().count()),
+            tools: meter.chars_to_units(whittle_context::json_chars(&specs)),
+            messages: meter.chars_to_units(self.history.chars().saturating_sub(result_chars)),
+            tool_results: meter.chars_to_units(result_chars),
+            limit: limits.context_limit,
+            window: match self.config.meter {
+                MeterChoice::Chars => limits.context_limit,
+                MeterChoice::Tokens => self.config.context_window,
+            },
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Running the tool calls of one model response: hooks before and after,
+//! the permission policy and the person's approval, cancellation, and the
+//! `compact` tool, which only asks for a summary after the batch.
+
+use super::Agent;
+use super::error::AgentError;
+use super::events::{AgentEvent, EventSink};
+use crate::hooks::HookEvent;
+use serde_json::Value;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+use whittle_context::{Block, SessionRecord, ToolUse};
+use whittle_tools::{Decision, ToolContext, ToolOutput};
+
+/// The result the `compact` tool gives; the harness summarizes after the batch.
+pub const COMPACT_ACK: &str = "[Compaction requested. This completed turn will be summarized.]";
+
+impl Agent {
+    /// Runs every tool of one response, in order; returns their results and
+    /// the `compact` request, if any (with its focus).
+    pub(super) async fn run_tools(
+        &mut self,
+        uses: &[ToolUse],
+        tool_ctx: &ToolContext,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<Block>, Option<Option<String>>), AgentError> {
+        let mut results = Vec::with_capacity(uses.len());
+        let mut compact = None;
+        for call in uses {
+            if cancel.is_cancelled() {
+                results.push(Block::tool_result(
+                    &call.id,
+                    "[cancelled by the user before it ran]",
+                    true,
+                ));
+                continue;
+            }
+            sink.on_event(AgentEvent::ToolStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            });
+            let started = Instant::now();
+            let mut output = if call.name == "compact" {
+                compact = Some(
+                    call.input
+                        .get("focus")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                );
+                ToolOutput::ok(COMPACT_ACK)
+            } else {
+                self.run_one_tool(call, tool_ctx, sink, cancel).await
+            };
+            let post = HookEvent::PostToolUse {
+                tool_name: call.name.clone(),
+                tool_input: call.input.clone(),
+                tool_use_id: call.id.clone(),
+                tool_output: output.content.clone(),
+                is_error: output.is_error,
+            };
+            if let Some(reason) = self.run_hook(&post, sink).await {
+                output
+                    .content
+                    .push_str(&format!("\n\n[PostToolUse hook] {reason}"));
+            }
+            self.log(SessionRecord::ToolRun {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                ms: started.elapsed().as_millis() as u64,
+                is_error: output.is_error,
+            })?;
+            if call.name == "todo_write" {
+                sink.on_event(AgentEvent::Todos(self.tool_ctx.todos().snapshot()));
+            }
+            sink.on_event(AgentEvent::ToolDone {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                output: output.content.clone(),
+                is_error: output.is_error,
+            });
+            results.push(Block::tool_result(
+                &call.id,
+                output.content,
+                output.is_error,
+            ));
+        }
+        Ok((results, compact))
+    }
+
+    /// One call: an unknown tool, a PreToolUse hook's block, or the policy's
+    /// (or the person's) no become an error result the model can read;
+    /// otherwise the tool runs until it ends or the turn is cancelled.
+    async fn run_one_tool(
+        &mut self,
+        call: &ToolUse,
+        tool_ctx: &ToolContext,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
+            let known: Vec<&str> = self.tools.names().collect();
+            return ToolOutput::error(format!(
+                "unknown tool `{}`; the tools are: {}",
+                call.name,
+                known.join(", ")
+            ));
+        };
+        let pre = HookEvent::PreToolUse {
+            tool_name: call.name.clone(),
+            tool_input: call.input.clone(),
+            tool_use_id: call.id.clone(),
+        };
+        if let Some(reason) = self.run_hook(&pre, sink).await {
+            return ToolOutput::error(format!("[blocked by a PreToolUse hook] {reason}"));
+        }
+        match self
+            .policy
+            .check(&call.name, &call.input, &self.config.workspace)
+        {
+            Decision::Allow => {}
+            Decision::Deny { reason } => {
+                return ToolOutput::error(format!("[denied] {reason}"));
+            }
+            Decision::Ask { reason } => {
+                if !self.approvals.allow(&call.name, &call.input, &reason).await {
+                    return ToolOutput::error(format!(
+                        "[denied] not allowed without asking ({reason}); the user was not asked or said no"
+                    ));
+                }
+            }
+        }
+        tokio::select! {
+            out = tool.run(call.input.clone(), tool_ctx) => out,
+            _ = cancel.cancelled() => ToolOutput::error("[cancelled by the user]"),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! One user turn: run the pipeline, call the model, run its tools, repeat
+//! until it answers without a tool call; recover once from an overflow.
+
+use super::Agent;
+use super::error::AgentError;
+use super::events::{AgentEvent, EventSink};
+use crate::hooks::HookEvent;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+use whittle_context::{Message, SessionRecord, ToolUse, validate};
+use whittle_llm::{Collector, LlmError, ModelRequest, ModelResponse, StreamEvent};
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// The model answered without calling a tool.
+    Done {
+        /// Its final text.
+        text: String,
+    },
+    /// The person cancelled; the history stays valid.
+    Cancelled,
+    /// The turn used up `max_turns` model calls.
+    MaxTurns,
+    /// A UserPromptSubmit hook refused the prompt.
+    Blocked {
+        /// The hook's reason.
+        reason: String,
+    },
+}
+
+impl Agent {
+    /// Runs one user turn: the input enters as the active request, then the
+    /// model and tools alternate until the model answers without a tool call.
+    pub async fn run_turn(
+        &mut self,
+        input: &str,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let prompt = HookEvent::UserPromptSubmit {
+            prompt: input.to_string(),
+        };
+        if let Some(reason) = self.run_hook(&prompt, sink).await {
+            return Ok(TurnOutcome::Blocked { reason });
+        }
+        self.request = input.to_string();
+        self.log(SessionRecord::Input {
+            text: input.to_string(),
+        })?;
+        self.push(Message::user(input))?;
+        self.continue_turn(sink, cancel).await
+    }
+
+    /// Runs the loop from the current history without new input (after a
+    /// resume whose last message awaits an answer).
+    pub async fn continue_turn(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let tool_ctx = self.tool_ctx.clone().with_cancel(cancel.clone());
+        let mut calls = 0;
+        let mut reactive_used = false;
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(TurnOutcome::Cancelled);
+            }
+            if calls >= self.config.max_turns {
+                return Ok(TurnOutcome::MaxTurns);
+            }
+            let outcome = self.prepare(sink, cancel).await?;
+            if cancel.is_cancelled() {
+                return Ok(TurnOutcome::Cancelled);
+            }
+            if outcome.should_stop() {
+                return Err(AgentError::ContextSpiral {
+                    after: outcome.after,
+                    limit: self.compactor.limits().context_limit,
+                    unit: self.compactor.meter().unit().as_str(),
+                });
+            }
+            let response = match self.call_model(sink, cancel).await {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(TurnOutcome::Cancelled),
+                Err(AgentError::Llm(LlmError::ContextOverflow {
+                    message, tokens, ..
+                })) => {
+                    if reactive_used {
+                        return Err(AgentError::Overflow {
+                            message,
+                            transcript: self.last_transcript.clone(),
+                        });
+                    }
+                    reactive_used = true;
+                    if let Some(t) = tokens {
+                        // The meter underestimated: learn the real size.
+                        self.compactor.meter_mut().observe(&self.history, t);
+                    }
+                    let report = self.reactive_compact(sink, cancel).await?;
+                    if cancel.is_cancelled() {
+                        return Ok(TurnOutcome::Cancelled);
+                    }
+                    if !report.applied() {
+                        return Err(AgentError::Overflow {
+                            message,
+                            transcript: self.last_transcript.clone(),
+                        });
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            reactive_used = false;
+            calls += 1;
+            self.count_usage(&response.usage)?;
+            self.compactor
+                .meter_mut()
+                .observe(&self.history, response.usage.total_input_tokens());
+            sink.on_event(AgentEvent::Usage(response.usage));
+
+            let mut message = response.message;
+            if message.blocks().is_empty() && message.text().is_empty() {
+                message = Message::assistant("(no answer)");
+            }
+            let uses: Vec<ToolUse> = message.tool_uses().cloned().collect();
+            let text = message.text();
+            self.push(message)?;
+            if uses.is_empty() {
+                let stop = HookEvent::Stop {
+                    last_text: text.clone(),
+                };
+                if let Some(reason) = self.run_hook(&stop, sink).await {
+                    self.push(Message::user(format!("[Stop hook] {reason}")))?;
+                    continue;
+                }
+                return Ok(TurnOutcome::Done { text });
+            }
+            let (results, compact) = self.run_tools(&uses, &tool_ctx, sink, cancel).await?;
+            self.push(Message::user_blocks(results))?;
+            if cancel.is_cancelled() {
+                return Ok(TurnOutcome::Cancelled);
+            }
+            if let Some(focus) = compact {
+                self.compact(focus.as_deref(), sink, cancel).await?;
+            }
+        }
+    }
+
+    /// One model call, streamed to the sink. `Ok(None)` when cancelled. A
+    /// history that breaks the Messages API rules is a bug here, never sent.
+    async fn call_model(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Option<ModelResponse>, AgentError> {
+        validate(self.history.messages())?;
+        let mut request = ModelRequest::new(
+            &self.config.model,
+            &self.config.system_prompt,
+            self.history.messages().to_vec(),
+        );
+        request.tools = self.tools.specs();
+        request.max_tokens = self.config.max_tokens;
+        request.reasoning = self.config.reasoning;
+        request.cache_anchor = self.compactor.cache_anchor(&self.history);
+        self.history.mark();
+        sink.on_event(AgentEvent::Waiting);
+        let mut stream = tokio::select! {
+            s = self.provider.stream(request) => s?,
+            _ = cancel.cancelled() => return Ok(None),
+        };
+        let mut collector = Collector::new();
+        loop {
+            let next = tokio::select! {
+                n = stream.next() => n,
+                _ = cancel.cancelled() => return Ok(None),
+            };
+            let Some(event) = next else { break };
+            let event = event?;
+            match &event {
+                StreamEvent::TextDelta { text, .. } => {
+                    sink.on_event(AgentEvent::Text(text.clone()))
+                }
+                StreamEvent::ThinkingDelta { thinking, .. } => {
+                    sink.on_event(AgentEvent::Thinking(thinking.clone()))
+                }
+                StreamEvent::Retry {
+                    attempt,
+                    delay,
+                    reason,
+                } => sink.on_event(AgentEvent::Retry {
+                    attempt: *attempt,
+                    delay: *delay,
+                    reason: reason.to_string(),
+                }),
+                _ => {}
+            }
+            collector.push(&event)?;
+        }
+        Ok(Some(collector.finish()?))
+    }
+}

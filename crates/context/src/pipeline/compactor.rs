@@ -1,0 +1,235 @@
+//! The pipeline's entry points, with one set of limits, store and meter.
+//!
+//! Each entry point comes twice: `start_*` runs until it finishes or stops
+//! at a summary request ([`Progress`]), for harnesses that make summaries
+//! asynchronously; the plain one answers those requests with a blocking
+//! [`Summarizer`].
+
+use super::Ctx;
+use super::progress::Progress;
+use super::report::{StepReport, Trigger};
+use super::summary::{start_compact_history, start_reactive_compact};
+use super::tidy::{
+    cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor, tool_result_budget,
+};
+use crate::history::History;
+use crate::limits::Limits;
+use crate::meter::Meter;
+use crate::store::Store;
+use crate::summarize::Summarizer;
+
+/// What [`Compactor::prepare`] did before one model call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrepareOutcome {
+    /// One report per step that triggered, in order.
+    pub reports: Vec<StepReport>,
+    /// Size before the pipeline.
+    pub before: u64,
+    /// Size after the pipeline.
+    pub after: u64,
+    /// Whether the history is still over the limit after every step.
+    pub over_limit: bool,
+    /// How many calls in a row ended over the limit (0 when this one did not).
+    pub consecutive_over_limit: u32,
+}
+
+impl PrepareOutcome {
+    /// Consecutive over-limit outcomes after which the loop should stop the turn.
+    pub const STOP_AFTER: u32 = 3;
+
+    /// Whether compaction has failed to bring the context under the limit
+    /// often enough in a row that calling the model again would spiral.
+    pub fn should_stop(&self) -> bool {
+        self.consecutive_over_limit >= Self::STOP_AFTER
+    }
+}
+
+/// Runs the pipeline with one set of limits, store and meter, and remembers
+/// how many times in a row it ended over the limit.
+pub struct Compactor {
+    limits: Limits,
+    store: Store,
+    meter: Box<dyn Meter + Send>,
+    consecutive_over_limit: u32,
+}
+
+impl Compactor {
+    /// A compactor with the given parts.
+    pub fn new(limits: Limits, store: Store, meter: Box<dyn Meter + Send>) -> Self {
+        Compactor {
+            limits,
+            store,
+            meter,
+            consecutive_over_limit: 0,
+        }
+    }
+
+    /// The thresholds every step decides by.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Where removed content is saved, so a harness can read it back or show
+    /// where it went.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// How this compactor measures size, in the unit of its reports.
+    pub fn meter(&self) -> &dyn Meter {
+        self.meter.as_ref()
+    }
+
+    /// The meter, to feed it the provider's usage reports.
+    pub fn meter_mut(&mut self) -> &mut (dyn Meter + Send) {
+        self.meter.as_mut()
+    }
+
+    /// The size of `history` by this compactor's meter.
+    pub fn measure(&self, history: &History) -> u64 {
+        self.meter.measure(history)
+    }
+
+    pub(super) fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            limits: &self.limits,
+            store: &self.store,
+            meter: self.meter.as_ref(),
+        }
+    }
+
+    /// Runs every step in the fixed order, each only if its trigger holds,
+    /// and summarizes only if the context is still over the limit after the
+    /// first four. When [`tidy_floor`] shows that micro_compact and
+    /// fit_tool_results together could not reach the limit, they are skipped
+    /// (and run only if the summary fails): editing results that are about to
+    /// be summarized would only hide them from the summarizer. Never loops:
+    /// if the context is still over the limit, the outcome says so and
+    /// counts it.
+    pub fn prepare(
+        &mut self,
+        history: &mut History,
+        request: &str,
+        summarizer: &mut dyn Summarizer,
+    ) -> PrepareOutcome {
+        self.start_prepare(history, request).finish_with(summarizer)
+    }
+
+    /// [`Compactor::prepare`], stopping at its summary request, if any.
+    pub fn start_prepare<'a>(
+        &'a mut self,
+        history: &'a mut History,
+        request: &str,
+    ) -> Progress<'a, PrepareOutcome> {
+        let cx = self.ctx();
+        let before = cx.measure(history);
+        let mut reports = Vec::new();
+        reports.extend(tool_result_budget(history, &cx));
+        reports.extend(snip_compact(history, &cx));
+        let limit = cx.limits.context_limit;
+        // When replacing results cannot reach the limit, summarize the history
+        // as it is: the summarizer sees every result, and the provider's
+        // cached prefix (the previous request) still matches it.
+        let summarize_first = cx.measure(history) > limit && tidy_floor(history, &cx) > limit;
+        if !summarize_first {
+            reports.extend(micro_compact(history, &cx));
+            reports.extend(fit_tool_results(history, &cx));
+        }
+        if cx.measure(history) <= limit {
+            return Progress::Done(self.finish_prepare(history, before, reports));
+        }
+        let step = start_compact_history(history, &cx, request, None, Trigger::OverLimit);
+        let then = move |c: &mut Compactor, h: &mut History, report: StepReport| {
+            let applied = report.applied();
+            reports.push(report);
+            if !applied && summarize_first {
+                // The summary failed: tidy as far as possible after all.
+                let cx = c.ctx();
+                reports.extend(micro_compact(h, &cx));
+                reports.extend(fit_tool_results(h, &cx));
+            }
+            c.finish_prepare(h, before, reports)
+        };
+        Progress::after_step(self, history, step, Box::new(then))
+    }
+
+    /// Measures the result of prepare and counts it if it is still over the limit.
+    fn finish_prepare(
+        &mut self,
+        history: &History,
+        before: u64,
+        reports: Vec<StepReport>,
+    ) -> PrepareOutcome {
+        let after = self.measure(history);
+        let over_limit = after > self.limits.context_limit;
+        self.consecutive_over_limit = if over_limit {
+            self.consecutive_over_limit + 1
+        } else {
+            0
+        };
+        PrepareOutcome {
+            reports,
+            before,
+            after,
+            over_limit,
+            consecutive_over_limit: self.consecutive_over_limit,
+        }
+    }
+
+    /// Where to put the extra cache breakpoint for the next request; see [`cache_anchor`].
+    pub fn cache_anchor(&self, history: &History) -> Option<usize> {
+        cache_anchor(history, &self.ctx())
+    }
+
+    /// Summarizes now, whatever the size: the `compact` tool and `/compact`.
+    /// The history is replaced by one `[Compacted]` message carrying the
+    /// current request, the summary as reference data, and the path of a
+    /// transcript of everything; not applied if that would not shrink it.
+    pub fn compact(
+        &mut self,
+        history: &mut History,
+        request: &str,
+        summarizer: &mut dyn Summarizer,
+        focus: Option<&str>,
+    ) -> StepReport {
+        self.start_compact(history, request, focus)
+            .finish_with(summarizer)
+    }
+
+    /// [`Compactor::compact`], stopping at its summary request.
+    pub fn start_compact<'a>(
+        &'a mut self,
+        history: &'a mut History,
+        request: &str,
+        focus: Option<&str>,
+    ) -> Progress<'a, StepReport> {
+        let step = start_compact_history(history, &self.ctx(), request, focus, Trigger::Requested);
+        Progress::after_step(self, history, step, Box::new(|_, _, report| report))
+    }
+
+    /// Recovers from a provider's context-overflow error: keeps the newest
+    /// `reactive_keep` messages (never splitting a tool call from its
+    /// result), replaces everything before them with one `[Reactive
+    /// compact]` summary, and shrinks the kept messages' largest results if
+    /// they alone are still above the target (the meter has just been
+    /// proven to underestimate).
+    pub fn reactive_compact(
+        &mut self,
+        history: &mut History,
+        request: &str,
+        summarizer: &mut dyn Summarizer,
+    ) -> StepReport {
+        self.start_reactive_compact(history, request)
+            .finish_with(summarizer)
+    }
+
+    /// [`Compactor::reactive_compact`], stopping at its summary request.
+    pub fn start_reactive_compact<'a>(
+        &'a mut self,
+        history: &'a mut History,
+        request: &str,
+    ) -> Progress<'a, StepReport> {
+        let step = start_reactive_compact(history, &self.ctx(), request);
+        Progress::after_step(self, history, step, Box::new(|_, _, report| report))
+    }
+}

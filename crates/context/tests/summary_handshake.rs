@@ -1,0 +1,214 @@
+//! The summary handshake driven by hand, as an async harness drives it: a
+//! step stops at `SummaryNeeded`, changes nothing until it is resumed, asks
+//! at most once more (with less input, after "too long"), and a failed
+//! summary leaves the history as it was.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{file_text, read_call, result};
+use proptest::prelude::*;
+use whittle_context::{
+    CharMeter, Compactor, History, Limits, Message, Outcome, Progress, Step, StepError, StepReport,
+    Store, SummarizeError, SummaryInput, check_recovery, validate,
+};
+
+fn compactor(dir: &std::path::Path, limits: Limits) -> Compactor {
+    Compactor::new(limits, Store::new(dir), Box::new(CharMeter))
+}
+
+/// The waiting step, or a panic naming what finished instead.
+fn waiting<T: std::fmt::Debug>(progress: Progress<'_, T>) -> whittle_context::SummaryNeeded<'_, T> {
+    match progress {
+        Progress::NeedsSummary(needed) => needed,
+        Progress::Done(result) => panic!("finished without a summary: {result:?}"),
+    }
+}
+
+fn done<T: std::fmt::Debug>(progress: Progress<'_, T>) -> T {
+    match progress {
+        Progress::Done(result) => result,
+        Progress::NeedsSummary(needed) => panic!("still waiting: {needed:?}"),
+    }
+}
+
+fn long_history() -> History {
+    History::new(vec![
+        Message::user("task"),
+        Message::assistant(file_text(1, 200_000)),
+        Message::user("next"),
+    ])
+}
+
+#[test]
+fn a_waiting_step_changes_nothing_and_can_be_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path(), Limits::teaching());
+    let mut h = long_history();
+    let kept = h.clone();
+    let needed = waiting(c.start_compact(&mut h, "task", Some("the parser")));
+    assert_eq!(needed.step(), Step::CompactHistory);
+    assert_eq!(needed.focus(), Some("the parser"));
+    let SummaryInput::Transcript(text) = needed.input() else {
+        panic!("the teaching preset summarizes a bounded transcript");
+    };
+    assert!(text.starts_with("[user]\ntask") && text.chars().count() <= 80_000 + 100);
+    drop(needed);
+    assert_eq!(h, kept);
+    // The transcript was written before asking: nothing depends on the answer.
+    let transcripts: Vec<_> = std::fs::read_dir(c.store().transcripts_dir())
+        .unwrap()
+        .collect();
+    assert_eq!(transcripts.len(), 1);
+}
+
+#[test]
+fn too_long_asks_once_more_with_half_then_fails_leaving_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path(), Limits::teaching());
+    let mut h = long_history();
+    let kept = h.clone();
+    let needed = waiting(c.start_compact(&mut h, "task", None));
+    let first = needed.input().chars();
+    let needed = waiting(needed.resume(Err(SummarizeError::InputTooLong)));
+    let second = needed.input().chars();
+    assert!(second < first / 2 + 100, "{second} vs {first}");
+    let report = done(needed.resume(Err(SummarizeError::InputTooLong)));
+    assert_eq!(
+        report.outcome,
+        Outcome::Failed(StepError::Summarize(SummarizeError::InputTooLong))
+    );
+    assert_eq!(h, kept);
+}
+
+#[test]
+fn an_in_place_summary_that_is_too_long_falls_back_to_the_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        summarize_in_place_up_to: u64::MAX,
+        ..Limits::teaching()
+    };
+    let mut c = compactor(dir.path(), limits);
+    let mut h = long_history();
+    let needed = waiting(c.start_compact(&mut h, "task", None));
+    assert!(matches!(needed.input(), SummaryInput::Continuation(m) if m.len() == 3));
+    let needed = waiting(needed.resume(Err(SummarizeError::InputTooLong)));
+    assert!(matches!(needed.input(), SummaryInput::Transcript(t) if t.chars().count() <= 80_100));
+    let report = done(needed.resume(Ok("  the summary  ".into())));
+    assert!(report.applied(), "{report}");
+    assert!(h.messages()[0].text().contains("\"the summary\""));
+}
+
+#[test]
+fn a_failed_summary_in_prepare_tidies_after_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path(), Limits::teaching());
+    // Text no tidy step can shrink, plus one old result it can.
+    let mut h = History::new(vec![
+        Message::user("task"),
+        Message::assistant(file_text(1, 60_000)),
+        Message::user("read it"),
+        read_call("t1", "a.txt"),
+        result("t1", file_text(2, 20_000)),
+        Message::assistant("read."),
+        Message::user("go on"),
+    ]);
+    let needed = waiting(c.start_prepare(&mut h, "task"));
+    assert_eq!(needed.step(), Step::CompactHistory);
+    let outcome = done(needed.resume(Err(SummarizeError::Cancelled)));
+    let steps: Vec<Step> = outcome.reports.iter().map(|r| r.step).collect();
+    assert_eq!(steps[0], Step::CompactHistory, "{outcome:?}");
+    assert_eq!(
+        outcome.reports[0].outcome,
+        Outcome::Failed(StepError::Summarize(SummarizeError::Cancelled))
+    );
+    assert!(
+        outcome.reports[1..]
+            .iter()
+            .any(|r| r.applied() && matches!(r.step, Step::MicroCompact | Step::FitToolResults)),
+        "{outcome:?}"
+    );
+    let content = h.messages()[4].tool_results().next().unwrap().full_text();
+    assert!(content.chars().count() < 20_000, "{content}");
+    assert_eq!(outcome.consecutive_over_limit, 1);
+}
+
+/// What a summarizer answers, in the property test.
+#[derive(Clone, Debug)]
+enum Answer {
+    Summary(usize),
+    TooLong,
+    Cancelled,
+}
+
+fn answer() -> impl Strategy<Value = Answer> {
+    prop_oneof![
+        3 => (0usize..3_000).prop_map(Answer::Summary),
+        2 => Just(Answer::TooLong),
+        1 => Just(Answer::Cancelled),
+    ]
+}
+
+fn history(sizes: &[(usize, usize)]) -> History {
+    let mut h = History::new(vec![Message::user("TASK")]);
+    for (i, (text, output)) in sizes.iter().enumerate() {
+        let id = format!("t{i}");
+        h.push(read_call(&id, "f.txt"));
+        h.push(result(&id, file_text(i, *output)));
+        h.push(Message::assistant(file_text(i + 100, *text)));
+        h.push(Message::user(format!("more {i}")));
+    }
+    h
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever the summarizer answers, a summarizing step asks at most
+    /// twice (the second time only after "too long"), leaves the history as
+    /// it was unless it applied, and loses nothing when it did.
+    #[test]
+    fn any_answers_end_the_step_safely(
+        sizes in prop::collection::vec((0usize..20_000, 0usize..20_000), 1..12),
+        answers in prop::collection::vec(answer(), 2),
+        reactive in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = compactor(dir.path(), Limits::teaching());
+        let mut h = history(&sizes);
+        let kept = h.clone();
+        let mut progress = if reactive {
+            c.start_reactive_compact(&mut h, "TASK")
+        } else {
+            c.start_compact(&mut h, "TASK", None)
+        };
+        let mut asked = 0;
+        let report: StepReport = loop {
+            progress = match progress {
+                Progress::Done(report) => break report,
+                Progress::NeedsSummary(needed) => {
+                    prop_assert!(asked < 2, "a third summary request");
+                    prop_assert!(
+                        asked == 0 || matches!(answers[0], Answer::TooLong),
+                        "asked again after {:?}", answers[0]
+                    );
+                    let reply = match &answers[asked] {
+                        Answer::Summary(n) => Ok(file_text(7, *n)),
+                        Answer::TooLong => Err(SummarizeError::InputTooLong),
+                        Answer::Cancelled => Err(SummarizeError::Cancelled),
+                    };
+                    asked += 1;
+                    needed.resume(reply)
+                }
+            };
+        };
+        if report.applied() {
+            prop_assert_eq!(validate(h.messages()), Ok(()));
+            let lost = check_recovery(kept.messages(), &h, c.store());
+            prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
+        } else {
+            prop_assert_eq!(&h, &kept, "{}", report);
+        }
+    }
+}
