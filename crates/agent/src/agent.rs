@@ -11,14 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use whittle_context::replay::Prices;
 use whittle_context::session_log::SessionRecord;
 use whittle_context::{
     Block, CharMeter, Compactor, History, Limits, Message, Meter, Outcome, StepReport, Store,
     TokenMeter, ToolUse, ValidationError, validate,
 };
 use whittle_llm::{
-    Collector, LlmError, ModelRequest, Provider, Reasoning, StreamEvent, ToolSpec, Usage,
+    Collector, LlmError, ModelRequest, Prices, Provider, Reasoning, StreamEvent, ToolSpec, Usage,
 };
 use whittle_tools::{Decision, PermissionPolicy, TodoItem, ToolContext, ToolOutput, ToolRegistry};
 

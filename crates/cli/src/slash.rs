@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
-use whittle_context::replay::Prices;
 use whittle_context::session_log::SessionRecord;
+use whittle_llm::Prices;
 
 /// A line that starts with `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,7 +26,6 @@
 //! ```
 
 pub mod history;
-pub mod import;
 pub mod limits;
 pub mod markers;
 pub mod message;
@@ -34,7 +33,6 @@ pub mod meter;
 pub mod pairs;
 pub mod pipeline;
 pub mod recovery;
-pub mod replay;
 pub mod session_log;
 pub mod store;
 pub mod summarize;
