@@ -8,6 +8,10 @@
 //! [`OpenAiProvider`] (OpenAI, Ollama, llama.cpp, vLLM, LM Studio). An
 //! in-process engine implements [`Provider`] through [`event_channel`].
 //!
+//! What the harness must know about a model lives here too: its window and
+//! output limit ([`model_facts`]) and what its tokens cost ([`Prices`]), so
+//! that compaction, `/cost` and replay all budget and price alike.
+//!
 //! Failures are one [`LlmError`] enum whose messages say what to do and
 //! never contain a key. Retries (rate limits, overload, 5xx, broken
 //! connections before any content) happen inside the stream and are

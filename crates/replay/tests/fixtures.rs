@@ -8,7 +8,8 @@
 mod common;
 
 use common::checks::{
-    assistants, claude_code_content_is_kept_verbatim, claude_code_counts_agree_with_the_raw_events,
+    Boundaries, assistants, boundaries_of, claude_code_content_is_kept_verbatim,
+    claude_code_counts_agree_with_the_raw_events,
     mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results, only,
     replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
 };
@@ -20,9 +21,6 @@ use whittle_replay::{
     Format, Policy, RAW_ARGUMENTS_KEY, ReplayConfig, ReplayReport, StandInSummarizer, import_tree,
     replay_paths, trace_files,
 };
-
-/// Compaction boundaries as (index, trigger, preTokens).
-type Boundaries = &'static [(usize, &'static str, u64)];
 
 /// Claude Code: (file, id, messages, assistant messages, tool pairs,
 /// boundaries), counted by hand from the events we wrote.
@@ -94,18 +92,7 @@ fn claude_code_fixtures_have_the_expected_counts() {
             (messages, assistant, pairs),
             "{file}: (messages, assistant messages, tool pairs)"
         );
-        let got: Vec<(usize, &str, u64)> = c
-            .compaction_boundaries
-            .iter()
-            .map(|b| {
-                (
-                    b.index,
-                    b.trigger.as_deref().unwrap(),
-                    b.pre_tokens.unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(got, boundaries, "{file}: boundaries");
+        assert_eq!(boundaries_of(&c), boundaries, "{file}: boundaries");
         claude_code_counts_agree_with_the_raw_events(&path, &c);
         claude_code_content_is_kept_verbatim(&path, &c);
     }

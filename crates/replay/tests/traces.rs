@@ -21,7 +21,8 @@
 mod common;
 
 use common::checks::{
-    assistants, claude_code_content_is_kept_verbatim, claude_code_counts_agree_with_the_raw_events,
+    Boundaries, assistants, boundaries_of, claude_code_content_is_kept_verbatim,
+    claude_code_counts_agree_with_the_raw_events,
     mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results, only,
     replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
 };
@@ -159,9 +160,6 @@ const TRAJECTORY_SAMPLE: &str = "mini-swe-agent/astropy__astropy-12907.traj.json
 fn read(root: &Path, file: &str) -> Vec<u8> {
     std::fs::read(root.join(file)).unwrap()
 }
-
-/// Compaction boundaries as (index, trigger, preTokens).
-type Boundaries = &'static [(usize, &'static str, u64)];
 
 /// Claude Code: (file, messages, assistant messages, tool pairs,
 /// boundaries as (index, trigger, preTokens)). Files are listed in the order
@@ -317,18 +315,7 @@ fn claude_code_sessions_have_the_expected_counts(root: &Path) {
             (messages, assistant, pairs),
             "{file}: (messages, assistant messages, tool pairs)"
         );
-        let got: Vec<(usize, &str, u64)> = c
-            .compaction_boundaries
-            .iter()
-            .map(|b| {
-                (
-                    b.index,
-                    b.trigger.as_deref().unwrap(),
-                    b.pre_tokens.unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(got, boundaries, "{file}: boundaries");
+        assert_eq!(boundaries_of(c), boundaries, "{file}: boundaries");
 
         let expected_id = match file.split_once("/subagents/") {
             Some((session, agent)) => format!(

@@ -9,6 +9,24 @@ use std::path::Path;
 use whittle_context::{Block, Content, Message, Role, validate};
 use whittle_replay::{Conversation, ReplaySummary, import_path};
 
+/// Compaction boundaries as (index, trigger, preTokens).
+pub type Boundaries = &'static [(usize, &'static str, u64)];
+
+/// A conversation's boundaries as [`Boundaries`] list them; each must have
+/// its trigger and size.
+pub fn boundaries_of(c: &Conversation) -> Vec<(usize, &str, u64)> {
+    c.compaction_boundaries
+        .iter()
+        .map(|b| {
+            (
+                b.index,
+                b.trigger.as_deref().unwrap(),
+                b.pre_tokens.unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Tool calls, checked to equal tool results.
 pub fn tool_pairs(c: &Conversation) -> usize {
     let uses: usize = c.messages.iter().map(|m| m.tool_uses().count()).sum();
