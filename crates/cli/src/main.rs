@@ -12,6 +12,7 @@ mod providers;
 mod render;
 mod repl;
 mod replay_cmd;
+mod replay_table;
 mod setup;
 mod slash;
 mod style;

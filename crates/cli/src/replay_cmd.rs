@@ -4,6 +4,7 @@ use crate::args::ReplayArgs;
 use crate::config::{Env, resolve};
 use crate::providers::build_provider;
 use crate::render::{err_line, out_line};
+use crate::replay_table::render_table;
 use crate::style::Style;
 use anyhow::{Context, bail};
 use std::io::IsTerminal;
@@ -11,11 +12,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use tokio::runtime::Handle;
 use whittle_agent::ProviderSummarizer;
-use whittle_context::replay::{
-    Policy, Prices, ReplayConfig, StandInSummarizer, render_table, replay_paths,
-};
 use whittle_context::{SummarizeError, Summarizer, SummaryInput};
-use whittle_llm::ModelSpec;
+use whittle_llm::{ModelSpec, Prices};
+use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_paths};
 
 /// Output tokens a replay summary may use.
 const SUMMARY_MAX_TOKENS: u32 = 4_096;

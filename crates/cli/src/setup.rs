@@ -10,9 +10,8 @@ use whittle_agent::{
     Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, UsageMeter,
     find_session, system_prompt,
 };
-use whittle_context::replay::Prices;
 use whittle_context::{Limits, TokenBudget};
-use whittle_llm::{ModelSpec, ProviderKind, model_facts_with};
+use whittle_llm::{ModelSpec, Prices, model_facts_with};
 use whittle_tools::{PermissionPolicy, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.
@@ -32,7 +31,7 @@ pub struct Session {
 impl Session {
     /// The prices `/cost` and `-p --output-format json` estimate with.
     pub fn prices(&self) -> Prices {
-        prices_for(self.spec.provider)
+        Prices::for_provider(self.spec.provider)
     }
 
     /// Starts the session log unless one is open (a new session is logged
@@ -42,18 +41,6 @@ impl Session {
             self.agent.start_session()?;
         }
         Ok(())
-    }
-}
-
-/// The default price table, except that the local model costs nothing.
-fn prices_for(provider: ProviderKind) -> Prices {
-    match provider {
-        ProviderKind::Local => Prices {
-            input: 0.0,
-            output: 0.0,
-            ..Prices::default()
-        },
-        ProviderKind::Anthropic | ProviderKind::OpenAi => Prices::default(),
     }
 }
 
@@ -237,13 +224,5 @@ mod tests {
         assert_eq!(c.limits.context_limit, 4_500, "(10000 - 1000) * 0.5");
         let c = agent_config(&s, &spec("local:/m/smol.gguf"), Some(8_192));
         assert_eq!(c.context_window, 8_192, "the provider wins over the table");
-    }
-
-    #[test]
-    fn the_local_model_costs_nothing() {
-        let local = prices_for(ProviderKind::Local);
-        assert_eq!((local.input, local.output), (0.0, 0.0));
-        let hosted = prices_for(ProviderKind::Anthropic);
-        assert!(hosted.input > 0.0 && hosted.output > hosted.input);
     }
 }

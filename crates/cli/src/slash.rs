@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
 use whittle_context::SessionRecord;
-use whittle_context::replay::Prices;
+use whittle_llm::Prices;
 
 /// A line that starts with `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -52,7 +52,6 @@
 //! ```
 
 mod history;
-pub mod import;
 mod limits;
 mod markers;
 mod message;
@@ -60,7 +59,6 @@ mod meter;
 mod pairs;
 mod pipeline;
 mod recovery;
-pub mod replay;
 mod session_log;
 mod store;
 mod summarize;

@@ -8,6 +8,10 @@
 //! [`OpenAiProvider`] (OpenAI, Ollama, llama.cpp, vLLM, LM Studio). An
 //! in-process engine implements [`Provider`] through [`event_channel`].
 //!
+//! What the harness must know about a model lives here too: its window and
+//! output limit ([`model_facts`]) and what its tokens cost ([`Prices`]), so
+//! that compaction, `/cost` and replay all budget and price alike.
+//!
 //! Failures are one [`LlmError`] enum whose messages say what to do and
 //! never contain a key. Retries (rate limits, overload, 5xx, broken
 //! connections before any content) happen inside the stream and are
@@ -45,6 +49,7 @@ mod http;
 mod local;
 pub mod models;
 pub mod openai;
+mod prices;
 mod provider;
 mod request;
 mod retry;
@@ -60,6 +65,7 @@ pub use event::{EventStream, StopReason, StreamEvent, Usage};
 pub use local::LocalProvider;
 pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, model_facts_with};
 pub use openai::{MaxTokensField, OpenAiConfig, OpenAiProvider};
+pub use prices::Prices;
 pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
 pub use request::{BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Thinking, ToolSpec};
 pub use retry::{Attempt, RetryPolicy, retrying};

@@ -4,7 +4,7 @@ use super::Agent;
 use super::error::AgentError;
 use std::sync::Arc;
 use whittle_context::SessionRecord;
-use whittle_context::replay::Prices;
+use whittle_llm::Prices;
 use whittle_llm::Usage;
 
 /// Token usage summed over a session.

@@ -50,19 +50,3 @@ pub fn file_text(seed: usize, n: usize) -> String {
     s.truncate(n);
     s
 }
-
-/// `../shared/traces`, found from the package directory cargo gives the test
-/// at run time: `env!` would bake in the path of whichever checkout compiled
-/// the binary, which breaks when clones share one target directory.
-pub fn shared_traces() -> std::path::PathBuf {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let dir = manifest.join("../../../shared/traces");
-    assert!(
-        dir.join("claude-code").is_dir() && dir.join("mini-swe-agent").is_dir(),
-        "the shared traces are missing: expected claude-code/ and mini-swe-agent/ in {}",
-        dir.display()
-    );
-    dir
-}

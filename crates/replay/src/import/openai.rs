@@ -20,9 +20,9 @@
 use super::draft::Draft;
 use super::error::one_line;
 use super::{Conversation, Format, ImportError, finish, system_text};
-use crate::message::{Block, Content, Image, Role, ToolResult, ToolResultContent};
 use serde_json::{Map, Value, json};
 use std::path::Path;
+use whittle_context::{Block, Content, Image, Role, ToolResult, ToolResultContent};
 
 /// The key under which tool-call arguments that are not a JSON object are
 /// kept verbatim: `{"_raw_arguments": "<the string as logged>"}`.

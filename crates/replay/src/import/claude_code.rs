@@ -31,11 +31,11 @@ use super::draft::{Draft, Mark};
 use super::error::one_line;
 use super::jsonl::{Line, Lines};
 use super::{Conversation, Format, ImportError, finish};
-use crate::message::json_kind;
-use crate::message::{Block, Content, Role};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use whittle_context::json_kind;
+use whittle_context::{Block, Content, Role};
 
 /// Whether a JSON object looks like a Claude Code event.
 pub(crate) fn looks_like_event(object: &Map<String, Value>) -> bool {

@@ -2,7 +2,7 @@
 //!
 //! `whittle replay` measures the compaction pipeline on sessions recorded by
 //! other agents. Each importer turns one file into [`Conversation`]s whose
-//! messages pass [`validate`](crate::validate()), because replay must only send
+//! messages pass [`validate`](whittle_context::validate()), because replay must only send
 //! requests the API would accept. The format is detected from the content,
 //! never from the file name:
 //! - Claude Code session logs (JSONL events), see [`Format::ClaudeCode`];
@@ -30,13 +30,13 @@ pub use error::ImportError;
 pub use openai::RAW_ARGUMENTS_KEY;
 pub use tree::{ImportedFile, import_tree, trace_files};
 
-use crate::message::Message;
-use crate::validate::validate;
 use draft::Draft;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+use whittle_context::Message;
+use whittle_context::validate;
 
 /// One recorded conversation, ready to replay.
 #[derive(Clone, Debug, PartialEq)]
@@ -177,7 +177,7 @@ fn import_document(
         other => {
             return Err(unknown(format!(
                 "a lone JSON value ({})",
-                crate::message::json_kind(&other)
+                whittle_context::json_kind(&other)
             )));
         }
     };
@@ -261,12 +261,11 @@ fn import_whittle_session(
     bytes: &[u8],
 ) -> Result<Vec<Conversation>, ImportError> {
     let text = String::from_utf8_lossy(bytes);
-    let state =
-        crate::session_log::parse_session(path, &text).map_err(|e| ImportError::BadValue {
-            path: path.to_path_buf(),
-            at: "session".into(),
-            reason: e.to_string(),
-        })?;
+    let state = whittle_context::parse_session(path, &text).map_err(|e| ImportError::BadValue {
+        path: path.to_path_buf(),
+        at: "session".into(),
+        reason: e.to_string(),
+    })?;
     if state.original.is_empty() {
         return Err(ImportError::NoMessages {
             path: path.to_path_buf(),

@@ -1,19 +1,29 @@
-//! Replays every shared trace under the default policy at a 32,000-token
-//! window: the pipeline's cost on real sessions, end to end (import once,
-//! then rebuild each history call by call, prepare, price, check recovery).
+//! Replays every shared trace (or, without them, the test fixtures) under
+//! `none` and `default` at a 32,000-token window: the pipeline's cost on
+//! real sessions, end to end (import once, then rebuild each history call by
+//! call, prepare, price, check recovery).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::PathBuf;
-use whittle_context::import::import_tree;
-use whittle_context::replay::{Policy, ReplayConfig, StandInSummarizer, replay_conversation};
+use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, import_tree, replay_conversation};
 
 fn bench(c: &mut Criterion) {
     // At run time: a shared target dir may hold a binary built in another clone.
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    let root = manifest.join("../../../shared/traces");
+    // The recorded sessions beside the repository, else our own fixtures.
+    let traces = manifest.join("../../../shared/traces");
+    let (set, root) = if traces.is_dir() {
+        ("shared_traces", traces)
+    } else {
+        eprintln!(
+            "replay bench: {} not found; replaying tests/fixtures instead",
+            traces.display()
+        );
+        ("fixtures", manifest.join("tests/fixtures"))
+    };
     let conversations: Vec<_> = import_tree(&root)
         .into_iter()
         .filter_map(|f| f.result.ok())
@@ -23,7 +33,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
     for policy in [Policy::None, Policy::Default] {
-        group.bench_function(format!("shared_traces/{}", policy.name()), |b| {
+        group.bench_function(format!("{set}/{}", policy.name()), |b| {
             b.iter(|| {
                 let mut calls = 0;
                 for conv in &conversations {

@@ -7,8 +7,8 @@
 //! of content (a block is converted, never dropped), and counts the fixes.
 
 use super::Boundary;
-use crate::message::{Block, Content, Message, Role, ToolResult};
 use std::collections::HashSet;
+use whittle_context::{Block, Content, Message, Role, ToolResult};
 
 /// The error result given to a tool_use the recording never answered.
 pub const INTERRUPTED: &str = "[interrupted: no result recorded]";
@@ -380,8 +380,8 @@ fn repair_user_turn(turn: &mut Vec<Entry>, pending: &mut [Pending]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::validate;
     use serde_json::json;
+    use whittle_context::validate;
 
     fn finish(messages: Vec<(Role, Content)>) -> Finished {
         let mut d = Draft::default();

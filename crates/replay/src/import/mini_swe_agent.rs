@@ -19,9 +19,9 @@
 
 use super::draft::Draft;
 use super::{Conversation, Format, ImportError, finish, system_text};
-use crate::message::{Block, Content, Role};
 use serde_json::{Map, Value, json};
 use std::path::Path;
+use whittle_context::{Block, Content, Role};
 
 /// The only `trajectory_format` this module reads.
 pub(crate) const TRAJECTORY_FORMAT: &str = "mini-swe-agent-1";

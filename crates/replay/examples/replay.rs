@@ -1,12 +1,10 @@
-//! Replays trace folders under every policy and prints the table:
-//! `cargo run --release -p whittle-context --example replay -- WINDOW PATH...`
-//! (`whittle replay` is the same for users; this one needs no binary.)
+//! Replays trace folders under every policy and prints the summary as JSON:
+//! `cargo run --release -p whittle-replay --example replay -- WINDOW PATH...`
+//! (`whittle replay` is the same for users, with a table; this one needs no binary.)
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;
-use whittle_context::replay::{
-    Policy, ReplayConfig, StandInSummarizer, render_table, replay_paths,
-};
+use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_paths};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -20,5 +18,5 @@ fn main() {
         &mut || Box::new(StandInSummarizer::default()),
         "stand-in, 2000 chars",
     );
-    print!("{}", render_table(&summary));
+    println!("{}", serde_json::to_string_pretty(&summary).unwrap());
 }

@@ -1,10 +1,10 @@
 //! Why a trace could not be imported, always naming the file and where in it.
 
 use super::Format;
-use crate::validate::ValidationError;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use whittle_context::ValidationError;
 
 /// What went wrong importing one trace file.
 ///

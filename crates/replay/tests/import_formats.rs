@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use whittle_context::import::{
+use whittle_context::{Content, Message, Role, ToolResultContent, validate};
+use whittle_replay::{
     Conversation, Format, INTERRUPTED, ImportError, MISSING_OPENING, RAW_ARGUMENTS_KEY,
     import_path, import_tree,
 };
-use whittle_context::{Content, Message, Role, ToolResultContent, validate};
 
 fn write(dir: &TempDir, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
     let path = dir.path().join(name);

@@ -1,0 +1,28 @@
+//! What the importer and replay suites share: where the fixtures and the
+//! recorded sessions are, and the checks made on both.
+#![allow(dead_code)]
+
+pub mod checks;
+pub mod corruption;
+
+use std::path::PathBuf;
+
+/// The package directory, as cargo gives it to the test at run time: `env!`
+/// would bake in the path of whichever checkout compiled the binary, which
+/// breaks when clones share one target directory.
+fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// `tests/fixtures`: small sessions we wrote in each format, in the repository.
+pub fn fixtures() -> PathBuf {
+    package_dir().join("tests/fixtures")
+}
+
+/// Where the recorded sessions of `../shared/traces` (beside the repository)
+/// would be.
+pub fn shared_traces_dir() -> PathBuf {
+    package_dir().join("../../../shared/traces")
+}

@@ -1,0 +1,373 @@
+//! The importers and replay on `tests/fixtures`: small sessions we wrote in
+//! each format (see the README there), so that a lone clone tests every
+//! feature the recorded sessions of `../shared/traces` exercise. The same
+//! checks run on those in the `traces` suite.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::checks::{
+    Boundaries, assistants, boundaries_of, claude_code_content_is_kept_verbatim,
+    claude_code_counts_agree_with_the_raw_events,
+    mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results, only,
+    replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
+};
+use common::fixtures;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use whittle_context::{Block, Content, Message, Role};
+use whittle_replay::{
+    Format, Policy, RAW_ARGUMENTS_KEY, ReplayConfig, ReplayReport, StandInSummarizer, import_tree,
+    replay_paths, trace_files,
+};
+
+/// Claude Code: (file, id, messages, assistant messages, tool pairs,
+/// boundaries), counted by hand from the events we wrote.
+const CLAUDE_CODE: &[(&str, &str, usize, usize, usize, Boundaries)] = &[
+    (
+        "claude-code/session.jsonl",
+        "session",
+        21,
+        9,
+        7,
+        &[(12, "auto", 48213)],
+    ),
+    (
+        "claude-code/session/subagents/agent-a1.jsonl",
+        "session/agent-a1",
+        4,
+        2,
+        1,
+        &[],
+    ),
+];
+
+const TRAJECTORY: &str = "mini-swe-agent/widgets__widgets-101.traj.json";
+const OPENAI: &str = "openai/chat.json";
+const WHITTLE: &str = "whittle/20260301-100000-fixture.jsonl";
+
+fn blocks(m: &Message) -> Vec<Value> {
+    m.blocks()
+        .iter()
+        .map(|b| serde_json::to_value(b).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_tree_walk_finds_every_fixture_in_a_fixed_order() {
+    let root = fixtures();
+    let found: Vec<String> = trace_files(&root)
+        .into_iter()
+        .map(|f| {
+            let path = f.unwrap();
+            let relative = path.strip_prefix(&root).unwrap();
+            relative.to_string_lossy().replace('\\', "/")
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            CLAUDE_CODE[0].0,
+            CLAUDE_CODE[1].0,
+            TRAJECTORY,
+            OPENAI,
+            WHITTLE
+        ]
+    );
+}
+
+#[test]
+fn claude_code_fixtures_have_the_expected_counts() {
+    for &(file, id, messages, assistant, pairs, boundaries) in CLAUDE_CODE {
+        let path = fixtures().join(file);
+        let c = only(&path);
+        assert_eq!(c.id, id);
+        assert_eq!(c.format, Format::ClaudeCode, "{file}");
+        assert_eq!(c.source, path);
+        assert_eq!(c.repairs, 0, "{file}");
+        assert_eq!(c.system, None);
+        assert_eq!(
+            (c.messages.len(), assistants(&c), tool_pairs(&c)),
+            (messages, assistant, pairs),
+            "{file}: (messages, assistant messages, tool pairs)"
+        );
+        assert_eq!(boundaries_of(&c), boundaries, "{file}: boundaries");
+        claude_code_counts_agree_with_the_raw_events(&path, &c);
+        claude_code_content_is_kept_verbatim(&path, &c);
+    }
+}
+
+/// One response logged as four events, a tool result between its parts,
+/// is one message holding the parts in order, its results after it; the
+/// hidden caveat (`isMeta`) and the summary after the boundary are kept;
+/// the harness's copies of outputs and the usage are not.
+#[test]
+fn claude_code_parts_of_a_response_merge_and_bookkeeping_is_left_out() {
+    let c = only(&fixtures().join(CLAUDE_CODE[0].0));
+    let first = blocks(&c.messages[1]);
+    let kinds: Vec<&str> = first.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["thinking", "text", "tool_use", "tool_use"]);
+    assert_eq!(first[0]["signature"], "c2lnbmF0dXJlLWZpeHR1cmUtMQ==");
+    assert_eq!(first[2]["caller"], json!({"type": "direct"}));
+    let results: Vec<String> = c.messages[2..4]
+        .iter()
+        .flat_map(Message::tool_results)
+        .map(|r| r.tool_use_id.clone())
+        .collect();
+    assert_eq!(results, ["toolu_01", "toolu_02"]);
+    assert!(c.messages[10].text().starts_with("Caveat: "));
+    let summary = &c.messages[c.compaction_boundaries[0].index];
+    assert!(
+        summary
+            .text()
+            .contains("Summary: fix `widget_041_reports_its_size`")
+    );
+    let all = serde_json::to_string(&c.messages).unwrap();
+    for left_out in [
+        "the harness's copy",
+        "cache_read_input_tokens",
+        "msg_A",
+        "also run clippy\"",
+    ] {
+        assert!(!all.contains(left_out), "{left_out} was imported");
+    }
+}
+
+#[test]
+fn a_session_file_holds_only_its_own_conversation() {
+    let root = fixtures().join("claude-code");
+    let main = whittle_replay::import_path(&root.join("session.jsonl")).unwrap();
+    assert_eq!(main.len(), 1);
+    assert_eq!(main[0].id, "session");
+    let sub = only(&root.join("session/subagents/agent-a1.jsonl"));
+    assert_eq!(sub.id, "session/agent-a1");
+    assert!(
+        sub.messages[0]
+            .text()
+            .starts_with("Which functions call widget_041")
+    );
+}
+
+#[test]
+fn the_mini_swe_agent_fixture_becomes_bash_calls_and_their_results() {
+    let path = fixtures().join(TRAJECTORY);
+    let c = only(&path);
+    assert_eq!(c.id, "widgets__widgets-101");
+    assert_eq!(c.format, Format::MiniSweAgent);
+    assert_eq!(c.repairs, 0);
+    assert!(c.compaction_boundaries.is_empty());
+    assert_eq!(
+        (c.messages.len(), assistants(&c), tool_pairs(&c)),
+        (15, 7, 5)
+    );
+    mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results(&path, &c);
+    // Ids name the message's index in the file; with no block or two, the
+    // message stays text and so does the format error that answers it.
+    let calls: Vec<(String, String)> = c
+        .messages
+        .iter()
+        .flat_map(Message::tool_uses)
+        .map(|t| {
+            (
+                t.id.clone(),
+                t.input["command"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let ids: Vec<&str> = calls.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "msa-bash-2",
+            "msa-bash-4",
+            "msa-bash-10",
+            "msa-bash-12",
+            "msa-bash-14"
+        ]
+    );
+    assert_eq!(
+        calls[3].1,
+        "sed -i 's/+ index$/+ index + 1/' widgets/size.py && grep -n 'index + 1' widgets/size.py",
+        "the command is trimmed, after whitespace and blank lines at the fence"
+    );
+    for (i, found) in [(5, "found 0 actions"), (7, "found 2 actions")] {
+        assert!(matches!(c.messages[i].content(), Content::Text(_)));
+        assert!(c.messages[i + 1].text().contains(found));
+    }
+    let all = serde_json::to_string(&c.messages).unwrap();
+    assert!(
+        !all.contains("chatcmpl-fixture"),
+        "per-message extra was imported"
+    );
+}
+
+#[test]
+fn the_openai_fixture_maps_to_the_messages_format() {
+    let c = only(&fixtures().join(OPENAI));
+    assert_eq!((c.id.as_str(), c.format), ("chat", Format::OpenAiMessages));
+    assert_eq!(c.repairs, 0);
+    assert_eq!(
+        c.system.as_deref(),
+        Some("You are a coding agent. Use the tools.\n\nAnswer in one paragraph.")
+    );
+    use Role::{Assistant as A, User as U};
+    let roles: Vec<Role> = c.messages.iter().map(Message::role).collect();
+    assert_eq!(roles, [U, A, U, U, U, A, U, U, A]);
+    let images: Vec<&str> = c.messages[0]
+        .blocks()
+        .iter()
+        .filter_map(|b| match b {
+            Block::Image(_) => Some("image"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images.len(), 2);
+    assert_eq!(
+        blocks(&c.messages[1])[3],
+        json!({"type": "tool_use", "id": "call_3", "name": "grep", "input": {RAW_ARGUMENTS_KEY: "{broken json"}})
+    );
+    assert_eq!(
+        blocks(&c.messages[5]),
+        [json!({"type": "tool_use", "id": "call_4", "name": "list_workers", "input": {}})]
+    );
+    assert_eq!(c.messages[7].text(), "The person has 5 minutes left.");
+    let all = serde_json::to_string(&c.messages).unwrap();
+    assert!(!all.contains("not shown to the model again"));
+}
+
+/// A whittle session log: every message as it first entered the
+/// conversation, whatever the agent's own compactions did to the history.
+#[test]
+fn the_whittle_fixture_imports_every_original_message() {
+    let c = only(&fixtures().join(WHITTLE));
+    assert_eq!(c.id, "20260301-100000-fixture");
+    assert_eq!(c.format, Format::WhittleSession);
+    assert_eq!(
+        (c.messages.len(), assistants(&c), tool_pairs(&c)),
+        (8, 4, 2)
+    );
+    let first_result = c.messages[2].tool_results().next().unwrap();
+    assert!(
+        first_result
+            .content_str()
+            .unwrap()
+            .contains("fn handler_149()"),
+        "the output as it arrived, not the placeholder that replaced it"
+    );
+    assert!(
+        !serde_json::to_string(&c.messages)
+            .unwrap()
+            .contains("[Old tool result")
+    );
+}
+
+#[test]
+fn every_fixture_imports_valid_and_round_trips_through_serde() {
+    let all: Vec<_> = import_tree(&fixtures())
+        .into_iter()
+        .flat_map(|f| f.result.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    assert_eq!(all.len(), 5);
+    for c in &all {
+        valid_and_round_trips_through_serde(c);
+    }
+}
+
+/// A window the Claude Code fixture overflows many times without
+/// compaction, and that `default` can keep only with every kind of step.
+const WINDOW: u64 = 4_000;
+
+#[test]
+fn replay_over_the_fixtures_keeps_the_invariants_and_adds_up() {
+    let config = ReplayConfig::for_window(WINDOW);
+    let summary = replay_paths(
+        &[fixtures()],
+        &Policy::ALL,
+        &config,
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    );
+    replay_keeps_the_invariants(&summary, WINDOW);
+    let rows: Vec<(&str, &str)> = summary
+        .conversations
+        .iter()
+        .map(|c| (c.id.as_str(), c.format.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("session", "claude-code"),
+            ("session/agent-a1", "claude-code"),
+            ("widgets__widgets-101", "mini-swe-agent"),
+            ("chat", "openai-messages"),
+            ("20260301-100000-fixture", "whittle-session"),
+        ]
+    );
+    let column = |name: &str| summary.policies.iter().position(|p| p == name).unwrap();
+    let session = &summary.conversations[0];
+    let none = &session.reports[column("none")];
+    assert!(none.over_window > 1, "{none:?}");
+    // `default` persists outputs on arrival, clears old ones and summarizes
+    // the long text, in time: the provider never rejects a request.
+    let default = &session.reports[column("default")];
+    for step in ["tool_result_budget", "micro_compact", "compact_history"] {
+        assert!(default.steps.contains_key(step), "no {step}: {default:?}");
+    }
+    assert!(
+        !default.steps.contains_key("reactive_compact"),
+        "{default:?}"
+    );
+    assert!(default.summarize_calls > 0 && default.summarize_input_tokens > 0);
+    assert!(default.cost_usd < none.cost_usd, "{default:?}\n{none:?}");
+    // The totals are the rows added up.
+    for (k, total) in summary.totals.iter().enumerate() {
+        let mut sum = ReplayReport {
+            conversation: "total".into(),
+            policy: total.policy.clone(),
+            ..ReplayReport::default()
+        };
+        for c in &summary.conversations {
+            sum.absorb(&c.reports[k]);
+        }
+        assert_eq!(&sum, total);
+        assert_eq!(
+            total.calls,
+            summary
+                .conversations
+                .iter()
+                .map(|c| c.reports[k].calls)
+                .sum::<u64>()
+        );
+    }
+}
+
+/// A file that cannot be imported is listed, one line naming it, and the
+/// others are still replayed.
+#[test]
+fn replay_lists_a_bad_file_and_replays_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixtures().join(OPENAI), dir.path().join("chat.json")).unwrap();
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(
+        &broken,
+        "{\"type\": \"user\", \"uuid\": \"u1\", \"message\": 7}\n",
+    )
+    .unwrap();
+    let summary = replay_paths(
+        &[PathBuf::from(dir.path())],
+        &[Policy::None, Policy::Default],
+        &ReplayConfig::for_window(WINDOW),
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    );
+    assert_eq!(summary.conversations.len(), 1);
+    assert_eq!(summary.conversations[0].id, "chat");
+    assert_eq!(summary.errors.len(), 1, "{:?}", summary.errors);
+    assert!(
+        summary.errors[0].starts_with(&format!("{}:1: ", broken.display())),
+        "{}",
+        summary.errors[0]
+    );
+    assert!(!summary.errors[0].contains('\n'));
+}

@@ -1,0 +1,460 @@
+//! The importers and replay on the recorded sessions in `../shared/traces`
+//! (written by other agents, beside the repository, not in it): expected
+//! counts, content kept verbatim, validity, serde round trips of every
+//! imported message, corrupted copies, and the replay invariants and costs.
+//! Where that folder does not exist (a lone clone) the suite prints one line
+//! saying it was not run; the fixture suites cover the same features there.
+//!
+//! The expected numbers were computed once, independently of this crate, by a
+//! python3 script that reads the raw files with `json`: for Claude Code it
+//! keeps `user`/`assistant` events, merges an `assistant` event into the
+//! previous assistant message when it has the same `message.id` and only
+//! tool_result-only user events came between, and counts `compact_boundary`
+//! events with the number of messages before them; for mini-swe-agent it
+//! counts the non-system messages, the assistant ones, and the assistant
+//! messages whose content matches `re.findall(r"```bash\s*\n(.*?)\n```",
+//! content, re.DOTALL)` exactly once and are followed by a user message.
+//! The checks also recount what they can from the raw JSON with serde_json.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::checks::{
+    Boundaries, assistants, boundaries_of, claude_code_content_is_kept_verbatim,
+    claude_code_counts_agree_with_the_raw_events,
+    mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results, only,
+    replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
+};
+use common::corruption::{self, read_samples};
+use common::shared_traces_dir;
+use libtest_mimic::{Arguments, Trial};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+use whittle_replay::{
+    Conversation, Format, Policy, ReplayConfig, ReplaySummary, StandInSummarizer, import_path,
+    import_tree, replay_paths, trace_files,
+};
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let root = shared_traces_dir();
+    if !root.is_dir() {
+        println!(
+            "traces: not run: no recorded sessions at {} (they are not part of the repository)",
+            root.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let trial = |name: &'static str, check: fn(&Path)| {
+        let root = root.clone();
+        Trial::test(name, move || {
+            check(&root);
+            Ok(())
+        })
+    };
+    let trials = vec![
+        trial(
+            "the_tree_walk_finds_every_trace_in_a_fixed_order",
+            the_tree_walk_finds_every_trace_in_a_fixed_order,
+        ),
+        trial(
+            "claude_code_sessions_have_the_expected_counts",
+            claude_code_sessions_have_the_expected_counts,
+        ),
+        trial(
+            "claude_code_counts_agree_with_the_raw_events",
+            claude_code_counts_agree_with_the_raw_events_of_every_session,
+        ),
+        trial(
+            "claude_code_content_is_kept_verbatim",
+            claude_code_content_is_kept_verbatim_in_every_session,
+        ),
+        trial(
+            "mini_swe_agent_trajectories_have_the_expected_counts",
+            mini_swe_agent_trajectories_have_the_expected_counts,
+        ),
+        trial(
+            "mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results",
+            mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results_everywhere,
+        ),
+        trial(
+            "every_import_is_valid_and_round_trips_through_serde",
+            every_import_is_valid_and_round_trips_through_serde,
+        ),
+        trial(
+            "a_session_file_holds_only_its_own_conversation",
+            a_session_file_holds_only_its_own_conversation,
+        ),
+        trial(
+            "every_policy_on_every_shared_trace_keeps_the_invariants",
+            every_policy_on_every_shared_trace_keeps_the_invariants,
+        ),
+        trial(
+            "corrupt::a_jsonl_file_cut_mid_line_is_read_up_to_the_cut",
+            |root| {
+                corruption::a_jsonl_file_cut_mid_line_is_read_up_to_the_cut(&read(
+                    root,
+                    "claude-code/tool_heavy.jsonl",
+                ))
+            },
+        ),
+        trial(
+            "corrupt::a_jsonl_file_with_lines_missing_in_the_middle_names_the_line",
+            |root| {
+                corruption::a_jsonl_file_with_lines_missing_in_the_middle_names_the_line(&read(
+                    root,
+                    "claude-code/short.jsonl",
+                ))
+            },
+        ),
+        trial(
+            "corrupt::a_json_document_cut_anywhere_is_a_syntax_error_at_the_cut",
+            |root| {
+                corruption::a_json_document_cut_anywhere_is_a_syntax_error_at_the_cut(&read(
+                    root,
+                    TRAJECTORY_SAMPLE,
+                ))
+            },
+        ),
+        trial(
+            "corrupt::wrong_json_types_name_the_line_or_the_path",
+            |root| {
+                corruption::wrong_json_types_name_the_line_or_the_path(
+                    &read(root, "claude-code/short.jsonl"),
+                    &read(root, TRAJECTORY_SAMPLE),
+                )
+            },
+        ),
+        trial(
+            "corrupt::invalid_utf8_inside_a_jsonl_file_names_the_line",
+            |root| {
+                corruption::invalid_utf8_inside_a_jsonl_file_names_the_line(&read(
+                    root,
+                    "claude-code/short.jsonl",
+                ))
+            },
+        ),
+        trial(
+            "corrupt::truncations_and_byte_flips_of_real_traces",
+            |root| {
+                corruption::run_properties(&read_samples(&[
+                    root.join("claude-code/short.jsonl"),
+                    root.join("claude-code/tool_heavy.jsonl"),
+                    root.join(
+                        "claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl",
+                    ),
+                    root.join(TRAJECTORY_SAMPLE),
+                ]))
+            },
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// The trajectory the corruption cases use.
+const TRAJECTORY_SAMPLE: &str = "mini-swe-agent/astropy__astropy-12907.traj.json";
+
+fn read(root: &Path, file: &str) -> Vec<u8> {
+    std::fs::read(root.join(file)).unwrap()
+}
+
+/// Claude Code: (file, messages, assistant messages, tool pairs,
+/// boundaries as (index, trigger, preTokens)). Files are listed in the order
+/// `trace_files` must return them: files first, then subfolders, sorted.
+const CLAUDE_CODE: &[(&str, usize, usize, usize, Boundaries)] = &[
+    (
+        "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+        344,
+        152,
+        186,
+        &[(229, "auto", 167094)],
+    ),
+    (
+        "claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+        466,
+        217,
+        242,
+        &[(288, "manual", 142431)],
+    ),
+    ("claude-code/short.jsonl", 5, 1, 2, &[]),
+    ("claude-code/subagent.jsonl", 32, 12, 16, &[]),
+    ("claude-code/tool_heavy.jsonl", 17, 4, 6, &[]),
+    (
+        "claude-code/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl",
+        6,
+        3,
+        2,
+        &[],
+    ),
+    (
+        "claude-code/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-acompact-fffbd0.jsonl",
+        4,
+        1,
+        0,
+        &[],
+    ),
+    (
+        "claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl",
+        16,
+        3,
+        12,
+        &[],
+    ),
+    (
+        "claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-acompact-946d2b.jsonl",
+        2,
+        1,
+        0,
+        &[],
+    ),
+];
+
+/// mini-swe-agent: (instance, messages without the system one, assistant
+/// messages, bash tool pairs).
+const MINI_SWE_AGENT: &[(&str, usize, usize, usize)] = &[
+    ("astropy__astropy-12907", 41, 20, 20),
+    ("astropy__astropy-14508", 51, 25, 24),
+    ("django__django-10880", 63, 31, 31),
+    ("django__django-11149", 73, 36, 36),
+    ("django__django-11433", 81, 40, 37),
+    ("django__django-11790", 53, 26, 26),
+    ("django__django-12143", 55, 27, 27),
+    ("django__django-12663", 101, 50, 45),
+    ("django__django-13089", 51, 25, 25),
+    ("django__django-13344", 89, 44, 37),
+    ("django__django-13568", 53, 26, 25),
+    ("django__django-13821", 101, 50, 50),
+    ("django__django-14140", 51, 25, 25),
+    ("django__django-14493", 45, 22, 22),
+    ("django__django-14771", 83, 41, 40),
+    ("django__django-15128", 81, 40, 37),
+    ("django__django-15467", 49, 24, 23),
+    ("django__django-15732", 63, 31, 31),
+    ("django__django-16100", 103, 51, 50),
+    ("django__django-16485", 51, 25, 24),
+    ("django__django-16667", 39, 19, 19),
+    ("django__django-9296", 37, 18, 18),
+    ("matplotlib__matplotlib-22719", 113, 56, 54),
+    ("matplotlib__matplotlib-24637", 83, 41, 38),
+    ("matplotlib__matplotlib-26291", 69, 34, 32),
+    ("psf__requests-2317", 67, 33, 32),
+    ("pydata__xarray-4356", 153, 76, 74),
+    ("pydata__xarray-7233", 45, 22, 22),
+    ("pytest-dev__pytest-10051", 71, 35, 35),
+    ("pytest-dev__pytest-7324", 75, 37, 37),
+    ("scikit-learn__scikit-learn-11578", 51, 25, 25),
+    ("scikit-learn__scikit-learn-14087", 75, 37, 37),
+    ("scikit-learn__scikit-learn-25973", 71, 35, 33),
+    ("sphinx-doc__sphinx-7440", 97, 48, 47),
+    ("sphinx-doc__sphinx-8265", 157, 78, 78),
+    ("sphinx-doc__sphinx-9230", 91, 45, 41),
+    ("sympy__sympy-11618", 89, 44, 44),
+    ("sympy__sympy-13757", 175, 87, 82),
+    ("sympy__sympy-15349", 59, 29, 27),
+    ("sympy__sympy-17630", 87, 43, 43),
+    ("sympy__sympy-19954", 49, 24, 24),
+    ("sympy__sympy-22080", 161, 80, 79),
+    ("sympy__sympy-24539", 43, 21, 20),
+];
+
+/// Every shared trace, imported once for all checks, by path relative to
+/// the traces folder; each file must hold exactly one conversation.
+fn imported(root: &Path) -> &'static BTreeMap<String, Conversation> {
+    static ALL: OnceLock<BTreeMap<String, Conversation>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        import_tree(root)
+            .into_iter()
+            .map(|file| {
+                let mut all = file.result.unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(
+                    all.len(),
+                    1,
+                    "{}: expected one conversation",
+                    file.path.display()
+                );
+                let relative = file.path.strip_prefix(root).unwrap();
+                (relative.to_string_lossy().into_owned(), all.remove(0))
+            })
+            .collect()
+    })
+}
+
+fn the_tree_walk_finds_every_trace_in_a_fixed_order(root: &Path) {
+    let found: Vec<String> = trace_files(root)
+        .into_iter()
+        .map(|f| {
+            let path = f.unwrap();
+            path.strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut expected: Vec<String> = CLAUDE_CODE.iter().map(|e| e.0.to_string()).collect();
+    expected.extend(
+        MINI_SWE_AGENT
+            .iter()
+            .map(|e| format!("mini-swe-agent/{}.traj.json", e.0)),
+    );
+    assert_eq!(found, expected);
+}
+
+fn claude_code_sessions_have_the_expected_counts(root: &Path) {
+    for &(file, messages, assistant, pairs, boundaries) in CLAUDE_CODE {
+        let path = root.join(file);
+        let c = &imported(root)[file];
+        assert_eq!(c.format, Format::ClaudeCode, "{file}");
+        assert_eq!(c.source, path);
+        assert_eq!(c.repairs, 0, "{file}");
+        assert_eq!(c.system, None);
+        assert_eq!(
+            (c.messages.len(), assistants(c), tool_pairs(c)),
+            (messages, assistant, pairs),
+            "{file}: (messages, assistant messages, tool pairs)"
+        );
+        assert_eq!(boundaries_of(c), boundaries, "{file}: boundaries");
+
+        let expected_id = match file.split_once("/subagents/") {
+            Some((session, agent)) => format!(
+                "{}/{}",
+                session.trim_start_matches("claude-code/"),
+                agent.trim_end_matches(".jsonl")
+            ),
+            None => file
+                .trim_start_matches("claude-code/")
+                .trim_end_matches(".jsonl")
+                .to_string(),
+        };
+        assert_eq!(c.id, expected_id);
+    }
+}
+
+fn claude_code_counts_agree_with_the_raw_events_of_every_session(root: &Path) {
+    for &(file, ..) in CLAUDE_CODE {
+        claude_code_counts_agree_with_the_raw_events(&root.join(file), &imported(root)[file]);
+    }
+}
+
+fn claude_code_content_is_kept_verbatim_in_every_session(root: &Path) {
+    for &(file, ..) in CLAUDE_CODE {
+        claude_code_content_is_kept_verbatim(&root.join(file), &imported(root)[file]);
+    }
+}
+
+fn mini_swe_agent_trajectories_have_the_expected_counts(root: &Path) {
+    for &(instance, messages, assistant, pairs) in MINI_SWE_AGENT {
+        let c = &imported(root)[&format!("mini-swe-agent/{instance}.traj.json")];
+        assert_eq!(c.id, instance);
+        assert_eq!(
+            c.source,
+            root.join(format!("mini-swe-agent/{instance}.traj.json"))
+        );
+        assert_eq!(c.format, Format::MiniSweAgent);
+        assert_eq!(c.repairs, 0, "{instance}");
+        assert!(c.compaction_boundaries.is_empty());
+        assert_eq!(
+            (c.messages.len(), assistants(c), tool_pairs(c)),
+            (messages, assistant, pairs),
+            "{instance}: (messages, assistant messages, bash pairs)"
+        );
+    }
+}
+
+fn mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results_everywhere(root: &Path) {
+    for &(instance, ..) in MINI_SWE_AGENT {
+        let file = format!("mini-swe-agent/{instance}.traj.json");
+        mini_swe_agent_bash_blocks_become_calls_and_outputs_their_results(
+            &root.join(&file),
+            &imported(root)[&file],
+        );
+    }
+}
+
+fn every_import_is_valid_and_round_trips_through_serde(root: &Path) {
+    for c in imported(root).values() {
+        valid_and_round_trips_through_serde(c);
+    }
+    assert_eq!(
+        imported(root).len(),
+        CLAUDE_CODE.len() + MINI_SWE_AGENT.len()
+    );
+}
+
+fn a_session_file_holds_only_its_own_conversation(root: &Path) {
+    let root = root.join("claude-code");
+    let session = "258c7280-ae70-4798-800f-63464d01a85d";
+    let main = import_path(&root.join(format!("{session}.jsonl"))).unwrap();
+    assert_eq!(main.len(), 1);
+    assert_eq!(main[0].id, session);
+    let sub = only(&root.join(format!("{session}/subagents/agent-a881341.jsonl")));
+    assert_eq!(sub.id, format!("{session}/agent-a881341"));
+    assert!(
+        sub.messages[0]
+            .text()
+            .starts_with("What is the output contract")
+    );
+}
+
+/// Replay invariants on every shared trace under every policy, at the
+/// window the issue sets (32,000 tokens): nothing lost, every request valid,
+/// `none` shows where the window overflows, `default` never exceeds it and
+/// costs less than the others.
+fn every_policy_on_every_shared_trace_keeps_the_invariants(root: &Path) {
+    let config = ReplayConfig::for_window(32_000);
+    let summary = replay_paths(
+        &[root.to_path_buf()],
+        &Policy::ALL,
+        &config,
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    );
+    replay_keeps_the_invariants(&summary, 32_000);
+    assert!(
+        summary.conversations.len() >= 50,
+        "{}",
+        summary.conversations.len()
+    );
+    let column = |name: &str| summary.policies.iter().position(|p| p == name).unwrap();
+    let (none, teaching, default, mask) = (
+        column("none"),
+        column("teaching"),
+        column("default"),
+        column("mask"),
+    );
+    for c in &summary.conversations {
+        assert_eq!(c.reports[teaching].over_window, 0, "{}", c.id);
+    }
+    let t = &summary.totals;
+    assert!(
+        t[none].over_window > 0,
+        "the traces do overflow a 32k window"
+    );
+    assert!(
+        t[default].cost_usd <= t[none].cost_usd,
+        "{}",
+        costs(&summary)
+    );
+    assert!(
+        t[default].cost_usd < 0.8 * t[teaching].cost_usd,
+        "{}",
+        costs(&summary)
+    );
+    assert!(
+        t[default].cost_usd < 0.8 * t[mask].cost_usd,
+        "{}",
+        costs(&summary)
+    );
+}
+
+/// The total cost per policy, for a failure message.
+fn costs(summary: &ReplaySummary) -> String {
+    summary
+        .totals
+        .iter()
+        .map(|t| format!("{} ${:.2}", t.policy, t.cost_usd))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
