@@ -6,6 +6,7 @@ use crate::hooks::Hooks;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use whittle_context::tool_names;
 use whittle_llm::Provider;
 use whittle_tools::{
     PermissionMode, PermissionPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
@@ -18,7 +19,7 @@ pub struct CompactTool;
 
 impl Tool for CompactTool {
     fn name(&self) -> &str {
-        "compact"
+        tool_names::COMPACT
     }
 
     fn description(&self) -> &str {
@@ -65,8 +66,8 @@ impl TaskTool {
     /// `tools`, and `config` (its compaction limits and state folder).
     pub fn new(provider: Arc<dyn Provider>, tools: &ToolRegistry, mut config: AgentConfig) -> Self {
         let mut tools = tools.read_only();
-        tools.remove("task");
-        tools.remove("todo_write");
+        tools.remove(tool_names::TASK);
+        tools.remove(tool_names::TODO_WRITE);
         config.max_turns = config.max_turns.min(Self::MAX_TURNS);
         config.system_prompt = format!(
             "{}\n\nYou are a subagent: another agent gave you the task below. Work with your \
@@ -100,7 +101,7 @@ impl TaskTool {
 
 impl Tool for TaskTool {
     fn name(&self) -> &str {
-        "task"
+        tool_names::TASK
     }
 
     fn description(&self) -> &str {

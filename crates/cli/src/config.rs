@@ -192,7 +192,7 @@ pub fn read_file_config(path: &Path) -> anyhow::Result<Option<FileConfig>> {
 /// Parses and checks a config file's text; the error is one line.
 pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
     let config: FileConfig = toml::from_str(text).map_err(|e| {
-        let message = one_line(e.message());
+        let message = whittle_context::collapse_whitespace(e.message());
         match e.span() {
             Some(span) => {
                 let (line, column) = line_column(text, span.start);
@@ -226,10 +226,6 @@ pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
         m.parse::<ModelSpec>().map_err(|e| format!("model: {e}"))?;
     }
     Ok(config)
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// 1-based line and column of byte `offset` in `text`.

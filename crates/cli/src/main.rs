@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             render::err_line(&format!(
                 "{} {}",
                 style.red("error:"),
-                render::one_line(&format!("{e:#}"))
+                whittle_context::collapse_whitespace(&format!("{e:#}"))
             ));
             ExitCode::FAILURE
         }

@@ -181,7 +181,7 @@ fn classify(
         Err(e) => (
             "error",
             String::new(),
-            Some(crate::render::one_line(&e.to_string())),
+            Some(whittle_context::collapse_whitespace(&e.to_string())),
             1,
         ),
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use whittle_agent::{AgentEvent, EventSink};
-use whittle_context::{Outcome, StepReport, Trigger, human};
+use whittle_context::{Outcome, StepReport, Trigger, collapse_whitespace, tool_names};
 use whittle_tools::todo::render_todos;
 
 /// Characters of a tool's input or output shown on its line.
@@ -221,7 +221,9 @@ impl EventSink for Renderer {
                 if self.said_failure.take().is_some_and(|said| said == w) {
                     return;
                 }
-                let line = self.err.yellow(&format!("warning: {}", one_line(&w)));
+                let line = self
+                    .err
+                    .yellow(&format!("warning: {}", collapse_whitespace(&w)));
                 self.line(&line);
                 self.resume_spinner();
             }
@@ -251,7 +253,7 @@ pub fn retry_line(attempt: u32, delay: Duration, reason: &str) -> String {
     format!(
         "retrying in {:.1}s (attempt {attempt}): {}",
         delay.as_secs_f64(),
-        one_line(reason)
+        collapse_whitespace(reason)
     )
 }
 
@@ -263,64 +265,36 @@ pub fn compaction_line(r: &StepReport, workspace: &Path) -> String {
         // OverLimit, BatchOverBudget, TooManyMessages: the pipeline's own decisions.
         _ => "auto compact",
     };
-    let mut line = format!(
-        "[{label}] {} -> {} {} ({}",
-        human(r.before),
-        human(r.after),
-        r.unit.as_str(),
-        r.step.as_str()
-    );
-    if r.changed > 0 {
-        line.push_str(&format!(", {} changed", r.changed));
-    }
-    line.push(')');
-    match &r.outcome {
-        Outcome::Applied => {}
-        Outcome::NotApplied(why) if why.is_empty() => line.push_str(", not applied"),
-        Outcome::NotApplied(why) => line.push_str(&format!(", not applied: {}", one_line(why))),
-        Outcome::Failed(why) => line.push_str(&format!(", failed: {}", one_line(&why.to_string()))),
-        other => line.push_str(&format!(", {}", other.as_str())),
-    }
-    if let Some(t) = r.transcript() {
-        line.push_str(&format!(", transcript: {}", shorten(t, workspace)));
-    } else if let Some(p) = r.paths.first() {
-        line.push_str(&format!(", saved: {}", shorten(p, workspace)));
-        if r.paths.len() > 1 {
-            line.push_str(&format!(" (+{} more)", r.paths.len() - 1));
-        }
-    }
-    line
-}
-
-/// A path relative to the workspace when inside it.
-pub fn shorten(path: &Path, workspace: &Path) -> String {
-    path.strip_prefix(workspace)
-        .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
+    format!("[{label}] {}", r.describe(Some(workspace)))
 }
 
 /// What a tool call is about, in a few words.
 pub fn tool_input_summary(tool: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str);
     let text = match tool {
-        "bash" => field("command").map(str::to_string),
-        "read_file" | "write_file" | "edit_file" => field("path").map(str::to_string),
-        "glob" | "grep" => field("pattern").map(|p| match field("path") {
+        tool_names::BASH => field("command").map(str::to_string),
+        tool_names::READ_FILE | tool_names::WRITE_FILE | tool_names::EDIT_FILE => {
+            field("path").map(str::to_string)
+        }
+        tool_names::GLOB | tool_names::GREP => field("pattern").map(|p| match field("path") {
             Some(dir) => format!("{p} in {dir}"),
             None => p.to_string(),
         }),
-        "todo_write" => input
+        tool_names::TODO_WRITE => input
             .get("todos")
             .and_then(Value::as_array)
             .map(|a| format!("{} items", a.len())),
-        "task" => field("description")
+        tool_names::TASK => field("description")
             .or_else(|| field("prompt"))
             .map(str::to_string),
-        "load_skill" => field("name").map(str::to_string),
-        "compact" => Some(field("focus").map_or_else(String::new, |f| format!("focus: {f}"))),
+        tool_names::LOAD_SKILL => field("name").map(str::to_string),
+        tool_names::COMPACT => {
+            Some(field("focus").map_or_else(String::new, |f| format!("focus: {f}")))
+        }
         _ => None,
     };
     let text = text.unwrap_or_else(|| input.to_string());
-    clip(&one_line(&text), SUMMARY_CHARS)
+    clip(&collapse_whitespace(&text), SUMMARY_CHARS)
 }
 
 /// A tool's result in one line: its first line and how much there is.
@@ -335,11 +309,6 @@ pub fn tool_output_summary(output: &str) -> String {
     } else {
         first
     }
-}
-
-/// Collapses runs of whitespace (line breaks included) into single spaces.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// At most `max` characters, with `…` when cut.

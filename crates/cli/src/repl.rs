@@ -8,7 +8,7 @@ use crate::approve::TerminalApprover;
 use crate::args::AgentArgs;
 use crate::config::{Env, Settings};
 use crate::interrupt::{self, CancelSlot, run_turn};
-use crate::render::{Renderer, one_line, out_line};
+use crate::render::{Renderer, out_line};
 use crate::setup::{self, Session};
 use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
 use crate::style::Style;
@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
+use whittle_context::collapse_whitespace;
 
 /// The prompt.
 const PROMPT: &str = "> ";
@@ -187,7 +188,7 @@ pub fn run(
             continue;
         }
         if let Err(e) = session.ensure_logging() {
-            renderer.error(&one_line(&format!("{e:#}")));
+            renderer.error(&collapse_whitespace(&format!("{e:#}")));
             continue;
         }
         let outcome = rt.block_on(run_turn(&mut session.agent, &text, &mut renderer, &slot));
@@ -204,7 +205,7 @@ pub fn run(
             Ok(TurnOutcome::Blocked { reason }) => {
                 let line = err_style.yellow(&format!(
                     "a UserPromptSubmit hook refused the prompt: {}",
-                    one_line(&reason)
+                    collapse_whitespace(&reason)
                 ));
                 renderer.line(&line);
             }
@@ -212,7 +213,7 @@ pub fn run(
                 let line = err_style.dim("(cancelled; the conversation so far is kept)");
                 renderer.line(&line);
             }
-            Err(e) => renderer.error(&one_line(&e.to_string())),
+            Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -241,7 +242,7 @@ fn slash(
         SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &session.prices())),
         SlashCommand::Clear => match agent.clear() {
             Ok(()) => out_line("conversation cleared (the session log keeps everything)"),
-            Err(e) => renderer.error(&one_line(&e.to_string())),
+            Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
         },
         SlashCommand::Sessions => {
             let sessions = list_sessions(&settings.state_dir().join("sessions"));
@@ -253,7 +254,7 @@ fn slash(
                 return Flow::Continue;
             }
             if let Err(e) = session.ensure_logging() {
-                renderer.error(&one_line(&format!("{e:#}")));
+                renderer.error(&collapse_whitespace(&format!("{e:#}")));
                 return Flow::Continue;
             }
             let result = rt.block_on(interrupt::compact(
@@ -265,7 +266,7 @@ fn slash(
             match result {
                 Ok(report) if report.applied() => {}
                 Ok(_) => out_line("the conversation was left as it was (see the line above)"),
-                Err(e) => renderer.error(&one_line(&e.to_string())),
+                Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
             }
         }
         SlashCommand::Unknown(name) => {

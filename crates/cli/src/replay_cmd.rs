@@ -48,7 +48,7 @@ pub fn read_prices(path: &Path) -> anyhow::Result<Prices> {
             anyhow::anyhow!(
                 "prices file {}: {}",
                 path.display(),
-                crate::render::one_line(e.message())
+                whittle_context::collapse_whitespace(e.message())
             )
         })?
     };

@@ -2,8 +2,7 @@
 //! then one line per conversation. The numbers are `whittle-replay`'s; how
 //! they look on a terminal is the CLI's business.
 
-use crate::slash::thousands;
-use whittle_context::human;
+use whittle_context::{abbreviate_count, group_digits};
 use whittle_replay::{ReplayReport, ReplaySummary};
 
 /// The summary as a table for people: policies in columns, totals first,
@@ -15,7 +14,7 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         "whittle replay: {} conversations, window {} tokens, prices ${}/${} per Mtok in/out \
          (cache write {}x, read {}x), tokens = chars/4, summaries: {}\n\n",
         summary.conversations.len(),
-        thousands(summary.window_tokens),
+        group_digits(summary.window_tokens),
         p.input,
         p.output,
         p.cache_write_multiplier,
@@ -30,13 +29,17 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         .map_or(base, |t| t.cost_usd);
     type Cell = fn(&ReplayReport, f64) -> String;
     let rows: Vec<(&str, Cell)> = vec![
-        ("model calls", |t, _| thousands(t.calls)),
-        ("peak context (tokens)", |t, _| thousands(t.peak_tokens)),
-        ("input tokens (all calls)", |t, _| human(t.input_tokens)),
+        ("model calls", |t, _| group_digits(t.calls)),
+        ("peak context (tokens)", |t, _| group_digits(t.peak_tokens)),
+        ("input tokens (all calls)", |t, _| {
+            abbreviate_count(t.input_tokens)
+        }),
         ("  read from cache", |t, _| {
             format!("{:.1}%", 100.0 * t.cache_read_share())
         }),
-        ("  written to cache", |t, _| human(t.cache_write_tokens)),
+        ("  written to cache", |t, _| {
+            abbreviate_count(t.cache_write_tokens)
+        }),
         ("estimated cost", |t, _| format!("${:.2}", t.cost_usd)),
         ("cost vs none", |t, none| {
             if none > 0.0 {
@@ -45,8 +48,12 @@ pub fn render_table(summary: &ReplaySummary) -> String {
                 "-".into()
             }
         }),
-        ("requests over the window", |t, _| thousands(t.over_window)),
-        ("summarization calls", |t, _| thousands(t.summarize_calls)),
+        ("requests over the window", |t, _| {
+            group_digits(t.over_window)
+        }),
+        ("summarization calls", |t, _| {
+            group_digits(t.summarize_calls)
+        }),
         ("tool_result_budget runs", |t, _| {
             step_count(t, "tool_result_budget")
         }),
@@ -62,9 +69,9 @@ pub fn render_table(summary: &ReplaySummary) -> String {
             step_count(t, "reactive_compact")
         }),
         ("unrecoverable bytes", |t, _| {
-            thousands(t.unrecoverable_chars)
+            group_digits(t.unrecoverable_chars)
         }),
-        ("invalid requests", |t, _| thousands(t.invalid_requests)),
+        ("invalid requests", |t, _| group_digits(t.invalid_requests)),
         ("pipeline per call (median)", |t, _| {
             format!("{}us", t.pipeline_us_median)
         }),
@@ -109,7 +116,11 @@ pub fn render_table(summary: &ReplaySummary) -> String {
                 let star = if r.over_window > 0 { "*" } else { " " };
                 out.push_str(&format!(
                     "{:>22}",
-                    format!("${:.3} ({}){star}", r.cost_usd, human(r.peak_tokens))
+                    format!(
+                        "${:.3} ({}){star}",
+                        r.cost_usd,
+                        abbreviate_count(r.peak_tokens)
+                    )
                 ));
             }
             out.push('\n');
@@ -122,7 +133,7 @@ pub fn render_table(summary: &ReplaySummary) -> String {
 }
 
 fn step_count(t: &ReplayReport, step: &str) -> String {
-    thousands(t.steps.get(step).copied().unwrap_or(0))
+    group_digits(t.steps.get(step).copied().unwrap_or(0))
 }
 
 #[cfg(test)]

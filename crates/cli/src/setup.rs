@@ -10,12 +10,13 @@ use whittle_agent::{
     Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, UsageMeter,
     find_session, system_prompt,
 };
+use whittle_context::tool_names;
 use whittle_context::{Limits, TokenBudget};
 use whittle_llm::{ModelSpec, Prices, model_facts_with};
 use whittle_tools::{PermissionPolicy, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.
-const TRUSTED_TOOLS: [&str; 2] = ["compact", "task"];
+const TRUSTED_TOOLS: [&str; 2] = [tool_names::COMPACT, tool_names::TASK];
 
 /// An agent ready to take input.
 pub struct Session {

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
-use whittle_context::SessionRecord;
+use whittle_context::{SessionRecord, group_digits};
 use whittle_llm::Prices;
 
 /// A line that starts with `/`.
@@ -64,19 +64,6 @@ Commands:
 Keys: Ctrl-C stops the running turn (or clears the line), Ctrl-D quits.
 End a line with \\ to continue on the next one; pasted text may span lines.";
 
-/// Thousands separators: `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// `/context`: a bar and a table of what fills the window.
 pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String {
     const WIDTH: u64 = 50;
@@ -106,8 +93,8 @@ pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String 
     let pct = |n: u64| n as f64 * 100.0 / window as f64;
     let mut out = format!(
         "Context: {} of {} {unit} used ({:.1}%)\n[{bar}]\n",
-        thousands(used),
-        thousands(window),
+        group_digits(used),
+        group_digits(window),
         pct(used)
     );
     for (name, amount, color, ch) in rows {
@@ -115,13 +102,13 @@ pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String 
             "  {} {:<17} {:>12} {unit}  {:>5.1}%\n",
             style.code(color, &ch.to_string()),
             name,
-            thousands(amount),
+            group_digits(amount),
             pct(amount)
         ));
     }
     out.push_str(&format!(
         "  compaction starts above {} {unit}",
-        thousands(b.limit)
+        group_digits(b.limit)
     ));
     out
 }
@@ -135,11 +122,11 @@ pub fn render_cost(u: &UsageTotals, prices: &Prices) -> String {
          cache writes       {}\n\
          output tokens      {}\n\
          estimated cost     ${:.4} (at ${}/M input, ${}/M output, cache writes {}x and reads {}x input)",
-        thousands(u.calls),
-        thousands(u.input),
-        thousands(u.cache_read),
-        thousands(u.cache_write),
-        thousands(u.output),
+        group_digits(u.calls),
+        group_digits(u.input),
+        group_digits(u.cache_read),
+        group_digits(u.cache_write),
+        group_digits(u.output),
         u.cost_usd(prices),
         prices.input,
         prices.output,
@@ -165,7 +152,7 @@ pub fn render_sessions(sessions: &[SessionInfo], current: Option<&str>) -> Strin
             "{mark} {}  {}  {}\n",
             s.id,
             utc_minutes(s.modified),
-            clip(&crate::render::one_line(&first), 70)
+            clip(&whittle_context::collapse_whitespace(&first), 70)
         ));
     }
     out.push_str("continue one with: whittle --resume ID");
@@ -261,9 +248,9 @@ mod tests {
 
     #[test]
     fn numbers_and_dates_read_well() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1_234_567), "1,234,567");
         let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(utc_minutes(t), "2023-11-14 22:13 UTC");
         assert_eq!(utc_minutes(UNIX_EPOCH), "1970-01-01 00:00 UTC");

@@ -62,6 +62,8 @@ mod recovery;
 mod session_log;
 mod store;
 mod summarize;
+mod text;
+pub mod tool_names;
 mod validate;
 
 pub use history::{BlockRef, History};
@@ -74,7 +76,7 @@ pub use message::{
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use pipeline::{
     Compactor, Ctx, Outcome, PrepareOutcome, Progress, Step, StepError, StepReport, SummaryNeeded,
-    Trigger, cache_anchor, fit_tool_results, human, micro_compact, snip_compact, tidy_floor,
+    Trigger, cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor,
     tool_result_budget,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
@@ -86,5 +88,9 @@ pub use store::{Store, StoreError, write_atomic};
 pub use summarize::{
     AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
     SummaryInput, bounded_transcript,
+};
+pub use text::{
+    abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
+    group_digits, prefix_chars, suffix_chars,
 };
 pub use validate::{ValidationError, validate};

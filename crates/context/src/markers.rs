@@ -2,6 +2,7 @@
 
 use crate::message::{Message, ToolResult};
 use crate::store::Store;
+use crate::text::prefix_chars;
 use std::path::{Path, PathBuf};
 
 const PERSISTED_OPEN: &str = "<persisted-output>\nFull output: ";
@@ -92,25 +93,6 @@ pub fn is_saved_placeholder(text: &str) -> bool {
     text.starts_with(SAVED_OPEN) && text.ends_with(']') && !text.contains('\n')
 }
 
-/// The first `n` characters of `s`, cut at a character boundary.
-pub fn prefix_chars(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
-/// The last `n` characters of `s`, cut at a character boundary.
-pub fn suffix_chars(s: &str, n: usize) -> &str {
-    if n == 0 {
-        return "";
-    }
-    match s.char_indices().rev().nth(n - 1) {
-        Some((i, _)) => &s[i..],
-        None => s,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +126,7 @@ mod tests {
     }
 
     #[test]
-    fn archive_markers_and_char_cuts() {
+    fn archive_markers_are_recognised() {
         assert!(is_archive_marker(&archive_marker(
             12,
             Path::new("/t/x.jsonl")
@@ -152,9 +134,5 @@ mod tests {
         assert!(!is_archive_marker(&Message::user(
             "[see 12 messages archived at x] later"
         )));
-        assert_eq!(prefix_chars("héllo", 2), "hé");
-        assert_eq!(suffix_chars("héllo", 4), "éllo");
-        assert_eq!(suffix_chars("hé", 9), "hé");
-        assert_eq!(suffix_chars("hé", 0), "");
     }
 }

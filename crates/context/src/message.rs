@@ -223,18 +223,7 @@ impl ToolResult {
         match &self.content {
             None => String::new(),
             Some(ToolResultContent::Text(s)) => s.clone(),
-            Some(ToolResultContent::Blocks(blocks)) => {
-                let mut out = String::new();
-                for b in blocks {
-                    if let Block::Text(t) = b {
-                        if !out.is_empty() {
-                            out.push('\n');
-                        }
-                        out.push_str(&t.text);
-                    }
-                }
-                out
-            }
+            Some(ToolResultContent::Blocks(blocks)) => join_text_blocks(blocks),
         }
     }
 
@@ -268,6 +257,21 @@ impl ToolResult {
             _ => None,
         }
     }
+}
+
+/// The text blocks among `blocks`, joined by newlines: what a message or a
+/// tool result says, without its tool calls, images or thinking.
+fn join_text_blocks(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        if let Block::Text(t) = b {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&t.text);
+        }
+    }
+    out
 }
 
 impl Serialize for Block {
@@ -501,18 +505,7 @@ impl Message {
     pub fn text(&self) -> String {
         match &self.content {
             Content::Text(s) => s.clone(),
-            Content::Blocks(blocks) => {
-                let mut out = String::new();
-                for b in blocks {
-                    if let Block::Text(t) = b {
-                        if !out.is_empty() {
-                            out.push('\n');
-                        }
-                        out.push_str(&t.text);
-                    }
-                }
-                out
-            }
+            Content::Blocks(blocks) => join_text_blocks(blocks),
         }
     }
 

@@ -139,7 +139,7 @@ impl LocalModel {
         let content =
             crate::gguf::read_content(&mut reader).map_err(|e| LocalError::InvalidModel {
                 path: path.clone(),
-                message: crate::error::one_line(&e),
+                message: whittle_context::first_line(&e).to_string(),
             })?;
         let md = Metadata(&content.metadata);
         let architecture = md.string("general.architecture")?.to_string();

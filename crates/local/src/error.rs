@@ -59,16 +59,6 @@ pub enum LocalError {
 
 impl From<candle_core::Error> for LocalError {
     fn from(e: candle_core::Error) -> Self {
-        LocalError::Inference(one_line(&e.to_string()))
+        LocalError::Inference(whittle_context::first_line(&e.to_string()).to_string())
     }
-}
-
-/// Collapses a multi-line message (candle's errors carry backtraces) to its first line.
-pub(crate) fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }

@@ -7,7 +7,7 @@
 //! default model's type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
 //! gate/up are fused so each layer makes four products, not seven.
 
-use crate::error::{LocalError, one_line};
+use crate::error::LocalError;
 use crate::gguf::Metadata;
 use crate::linear::{BLOCK, Linear, Q8Matrix};
 use candle_core::quantized::gguf_file;
@@ -247,7 +247,12 @@ impl<R: Read + Seek> Loader<'_, R> {
         let q = self
             .content
             .tensor(self.reader, name, &self.device)
-            .map_err(|e| self.invalid(format!("tensor {name}: {}", one_line(&e.to_string()))))?;
+            .map_err(|e| {
+                self.invalid(format!(
+                    "tensor {name}: {}",
+                    whittle_context::first_line(&e.to_string())
+                ))
+            })?;
         Ok(q.dequantize(&self.device)?)
     }
 

@@ -5,7 +5,7 @@
 //! methods (`.strip()`, `.startswith()`, `.items()`) and a `raise_exception` function;
 //! the same setup here lets GGUF templates written for it render unchanged.
 
-use crate::error::{LocalError, one_line};
+use crate::error::LocalError;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{Environment, Error, ErrorKind, Value, context};
@@ -79,13 +79,17 @@ impl ChatTemplate {
             .trim_blocks(true)
             .lstrip_blocks(true)
             .build()
-            .map_err(|e| LocalError::Template(one_line(&e.to_string())))?;
+            .map_err(|e| {
+                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+            })?;
         env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         minijinja_contrib::add_to_environment(&mut env);
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.clone())
-            .map_err(|e| LocalError::Template(one_line(&e.to_string())))?;
+            .map_err(|e| {
+                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+            })?;
         let tool_role = source.contains("'tool'") || source.contains("\"tool\"");
         Ok(ChatTemplate {
             env,
@@ -120,10 +124,9 @@ impl ChatTemplate {
         messages: &[TemplateMessage],
         add_generation_prompt: bool,
     ) -> Result<String, LocalError> {
-        let template = self
-            .env
-            .get_template("chat")
-            .map_err(|e| LocalError::Template(one_line(&e.to_string())))?;
+        let template = self.env.get_template("chat").map_err(|e| {
+            LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+        })?;
         template
             .render(context! {
                 messages => Value::from(Serde(messages)),
@@ -131,7 +134,9 @@ impl ChatTemplate {
                 bos_token => self.bos_token.as_str(),
                 eos_token => self.eos_token.as_str(),
             })
-            .map_err(|e| LocalError::Template(one_line(&e.to_string())))
+            .map_err(|e| {
+                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+            })
     }
 }
 

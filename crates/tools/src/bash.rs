@@ -5,6 +5,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
@@ -104,7 +105,7 @@ impl Drop for GroupGuard {
 
 impl Tool for BashTool {
     fn name(&self) -> &str {
-        "bash"
+        tool_names::BASH
     }
 
     fn description(&self) -> &str {

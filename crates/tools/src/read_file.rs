@@ -3,13 +3,15 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
-use crate::truncate::{cap_line, thousands};
+use crate::truncate::cap_line;
+use whittle_context::group_digits;
 
 /// Lines shown when the model gives no limit.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -41,7 +43,7 @@ struct Input {
 
 impl Tool for ReadFileTool {
     fn name(&self) -> &str {
-        "read_file"
+        tool_names::READ_FILE
     }
 
     fn description(&self) -> &str {
@@ -119,7 +121,7 @@ fn read_numbered(path: &PathBuf, shown: &str, offset: u64, limit: u64) -> ToolOu
     match read_lines(path, offset, limit) {
         Ok(Listing::Binary) => ToolOutput::error(format!(
             "{shown} is a binary file ({} bytes); read_file shows text only",
-            thousands(meta.len())
+            group_digits(meta.len())
         )),
         Ok(Listing::Text(l)) => render(shown, offset, &l),
         Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
@@ -193,7 +195,10 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> io::Result<Listing> {
         };
         let mut text = cap_line(&text, MAX_LINE_CHARS);
         if len > MAX_LINE_BYTES {
-            text.push_str(&format!(" [line is {} bytes long]", thousands(len as u64)));
+            text.push_str(&format!(
+                " [line is {} bytes long]",
+                group_digits(len as u64)
+            ));
         }
         if l.numbered.len() + text.len() > MAX_OUTPUT_CHARS && l.first_shown != 0 {
             l.stopped_for_size = true;
@@ -244,7 +249,7 @@ fn render(shown: &str, offset: u64, l: &Lines) -> ToolOutput {
     if l.first_shown == 0 {
         return ToolOutput::error(format!(
             "offset {offset} is past the end of {shown}, which has {} lines",
-            thousands(l.total)
+            group_digits(l.total)
         ));
     }
     let mut out = l.numbered.clone();
@@ -255,7 +260,7 @@ fn render(shown: &str, offset: u64, l: &Lines) -> ToolOutput {
         let why = if l.stopped_for_size {
             format!(
                 " (output capped at {} chars)",
-                thousands(MAX_OUTPUT_CHARS as u64)
+                group_digits(MAX_OUTPUT_CHARS as u64)
             )
         } else {
             String::new()
@@ -265,7 +270,7 @@ fn render(shown: &str, offset: u64, l: &Lines) -> ToolOutput {
             l.first_shown,
             l.last_shown,
             if l.total_exact { "" } else { "at least " },
-            thousands(l.total)
+            group_digits(l.total)
         ));
         if l.last_shown < l.total {
             out.push_str(&format!("; pass offset={} to read on", l.last_shown + 1));

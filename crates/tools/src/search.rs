@@ -3,6 +3,7 @@
 //! what was left out.
 
 use std::path::{Path, PathBuf};
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -14,7 +15,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
-use crate::truncate::{cap_line, thousands};
+use crate::truncate::cap_line;
+use whittle_context::group_digits;
 
 /// Entries a single search visits before it stops and says so.
 const MAX_VISITED: usize = 200_000;
@@ -106,13 +108,13 @@ impl WalkNotes {
         if self.unreadable > 0 {
             out.push_str(&format!(
                 "\n[{} entries could not be read]",
-                thousands(self.unreadable as u64)
+                group_digits(self.unreadable as u64)
             ));
         }
         if self.hit_visit_cap {
             out.push_str(&format!(
                 "\n[search stopped after {} entries; narrow the path or pattern]",
-                thousands(MAX_VISITED as u64)
+                group_digits(MAX_VISITED as u64)
             ));
         }
         if self.cancelled {
@@ -166,7 +168,7 @@ struct GlobInput {
 
 impl Tool for GlobTool {
     fn name(&self) -> &str {
-        "glob"
+        tool_names::GLOB
     }
 
     fn description(&self) -> &str {
@@ -259,8 +261,8 @@ fn run_glob(
     if total > max {
         out.push_str(&format!(
             "\n[{} more files not shown ({} matched); narrow the pattern or path]",
-            thousands((total - max) as u64),
-            thousands(total as u64)
+            group_digits((total - max) as u64),
+            group_digits(total as u64)
         ));
     }
     notes.render(&mut out);
@@ -315,7 +317,7 @@ struct GrepInput {
 
 impl Tool for GrepTool {
     fn name(&self) -> &str {
-        "grep"
+        tool_names::GREP
     }
 
     fn description(&self) -> &str {
@@ -460,14 +462,14 @@ fn run_grep(
     match input.output_mode {
         OutputMode::Files if files > max => out.push_str(&format!(
             "\n[{} more files not shown ({} matched); narrow the pattern, path or glob]",
-            thousands((files - max) as u64),
-            thousands(files as u64)
+            group_digits((files - max) as u64),
+            group_digits(files as u64)
         )),
         OutputMode::Content if lines > max => out.push_str(&format!(
             "\n[{} more matching lines not shown ({} lines in {} files matched); narrow the pattern, path or glob]",
-            thousands((lines - max) as u64),
-            thousands(lines as u64),
-            thousands(files as u64)
+            group_digits((lines - max) as u64),
+            group_digits(lines as u64),
+            group_digits(files as u64)
         )),
         _ => {}
     }

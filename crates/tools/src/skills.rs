@@ -15,6 +15,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -400,7 +401,7 @@ struct Input {
 
 impl Tool for LoadSkillTool {
     fn name(&self) -> &str {
-        "load_skill"
+        tool_names::LOAD_SKILL
     }
 
     fn description(&self) -> &str {

@@ -1,6 +1,7 @@
 //! `todo_write`: the model's task list, kept where the CLI can show it.
 
 use std::sync::Arc;
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -160,7 +161,7 @@ struct Input {
 
 impl Tool for TodoWriteTool {
     fn name(&self) -> &str {
-        "todo_write"
+        tool_names::TODO_WRITE
     }
 
     fn description(&self) -> &str {

@@ -1,6 +1,7 @@
 //! Bounded output: keep the head and the tail, say how much was cut.
 
 use std::collections::VecDeque;
+use whittle_context::group_digits;
 
 /// Collects a byte stream of any length in bounded memory, keeping the first
 /// `head_cap` and the last `tail_cap` bytes.
@@ -83,7 +84,7 @@ impl HeadTail {
         let text = format!(
             "{}\n... [{} chars omitted] ...\n{}",
             String::from_utf8_lossy(head),
-            thousands(self.omitted_chars + split_char),
+            group_digits(self.omitted_chars + split_char),
             String::from_utf8_lossy(tail)
         );
         (text, lossy)
@@ -134,7 +135,7 @@ pub fn cap_middle(text: &str, max: usize) -> String {
     let tail: String = text.chars().skip(total - tail_n).collect();
     format!(
         "{head}\n... [{} chars omitted] ...\n{tail}",
-        thousands((total - head_n - tail_n) as u64)
+        group_digits((total - head_n - tail_n) as u64)
     )
 }
 
@@ -144,36 +145,19 @@ pub fn cap_line(line: &str, max: usize) -> String {
         None => line.to_owned(),
         Some((at, _)) => {
             let cut = line[at..].chars().count();
-            format!("{}... [{} chars cut]", &line[..at], thousands(cut as u64))
+            format!(
+                "{}... [{} chars cut]",
+                &line[..at],
+                group_digits(cut as u64)
+            )
         }
     }
-}
-
-/// `41230` -> `"41,230"`: big counts people can read at a glance.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn thousands_groups_digits() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(41_230), "41,230");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 
     #[test]
     fn head_and_tail_survive_a_cut() {

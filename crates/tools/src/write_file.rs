@@ -4,6 +4,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use whittle_context::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -12,7 +13,8 @@ use similar::TextDiff;
 
 use crate::paths::real_path;
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
-use crate::truncate::{cap_middle, thousands};
+use crate::truncate::cap_middle;
+use whittle_context::group_digits;
 
 /// Characters of diff shown after an edit.
 const MAX_DIFF_CHARS: usize = 20_000;
@@ -61,7 +63,7 @@ fn write_preserving(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 impl Tool for WriteFileTool {
     fn name(&self) -> &str {
-        "write_file"
+        tool_names::WRITE_FILE
     }
 
     fn description(&self) -> &str {
@@ -122,14 +124,14 @@ fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
     ToolOutput::ok(format!(
         "{} {shown} ({} lines, {} bytes)",
         if existed { "Overwrote" } else { "Created" },
-        thousands(lines as u64),
-        thousands(content.len() as u64)
+        group_digits(lines as u64),
+        group_digits(content.len() as u64)
     ))
 }
 
 impl Tool for EditFileTool {
     fn name(&self) -> &str {
-        "edit_file"
+        tool_names::EDIT_FILE
     }
 
     fn description(&self) -> &str {

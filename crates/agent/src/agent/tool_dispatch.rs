@@ -9,6 +9,7 @@ use crate::hooks::HookEvent;
 use serde_json::Value;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
+use whittle_context::tool_names;
 use whittle_context::{Block, SessionRecord, ToolUse};
 use whittle_tools::{Decision, ToolContext, ToolOutput};
 
@@ -42,7 +43,7 @@ impl Agent {
                 input: call.input.clone(),
             });
             let started = Instant::now();
-            let mut output = if call.name == "compact" {
+            let mut output = if call.name == tool_names::COMPACT {
                 compact = Some(
                     call.input
                         .get("focus")
@@ -71,7 +72,7 @@ impl Agent {
                 ms: started.elapsed().as_millis() as u64,
                 is_error: output.is_error,
             })?;
-            if call.name == "todo_write" {
+            if call.name == tool_names::TODO_WRITE {
                 sink.on_event(AgentEvent::Todos(self.tool_ctx.todos().snapshot()));
             }
             sink.on_event(AgentEvent::ToolDone {

@@ -20,7 +20,7 @@ mod tidy;
 
 pub use compactor::{Compactor, PrepareOutcome};
 pub use progress::{Progress, SummaryNeeded};
-pub use report::{Outcome, Step, StepError, StepReport, Trigger, human};
+pub use report::{Outcome, Step, StepError, StepReport, Trigger};
 pub use tidy::{
     cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor, tool_result_budget,
 };

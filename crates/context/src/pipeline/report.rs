@@ -5,8 +5,9 @@
 use crate::meter::Unit;
 use crate::store::StoreError;
 use crate::summarize::SummarizeError;
+use crate::text::{abbreviate_count, collapse_whitespace};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A pipeline step, named as in the seed so logs and reports line up with it.
@@ -190,42 +191,54 @@ impl StepReport {
     }
 }
 
-impl fmt::Display for StepReport {
-    /// One line: `[micro_compact] 212k -> 9k tokens (4 results), saved: PATH`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "[{}] {} -> {} {}",
-            self.step.as_str(),
-            human(self.before),
-            human(self.after),
-            self.unit.as_str()
-        )?;
+impl StepReport {
+    /// The report on one line, for people: `212k -> 9k tokens (micro_compact,
+    /// 4 changed), saved: PATH`. Paths inside `base` are shown relative to it,
+    /// so the line stays short in a terminal.
+    pub fn describe(&self, base: Option<&Path>) -> String {
+        let show = |p: &Path| match base.and_then(|b| p.strip_prefix(b).ok()) {
+            Some(relative) => relative.display().to_string(),
+            None => p.display().to_string(),
+        };
+        let mut line = format!(
+            "{} -> {} {} ({}",
+            abbreviate_count(self.before),
+            abbreviate_count(self.after),
+            self.unit.as_str(),
+            self.step.as_str()
+        );
         if self.changed > 0 {
-            write!(f, " ({} changed)", self.changed)?;
+            line.push_str(&format!(", {} changed", self.changed));
         }
+        line.push(')');
         match &self.outcome {
             Outcome::Applied => {}
-            Outcome::NotApplied(why) => write!(f, ", not applied: {why}")?,
-            Outcome::Failed(why) => write!(f, ", failed: {why}")?,
-        }
-        if let Some(t) = self.transcript() {
-            write!(f, ", transcript: {}", t.display())?;
-        } else if let Some(p) = self.paths.first() {
-            write!(f, ", saved: {}", p.display())?;
-            if self.paths.len() > 1 {
-                write!(f, " (+{} more)", self.paths.len() - 1)?;
+            Outcome::NotApplied(why) if why.is_empty() => line.push_str(", not applied"),
+            Outcome::NotApplied(why) => {
+                line.push_str(&format!(", not applied: {}", collapse_whitespace(why)));
+            }
+            Outcome::Failed(e) => {
+                line.push_str(&format!(
+                    ", failed: {}",
+                    collapse_whitespace(&e.to_string())
+                ));
             }
         }
-        Ok(())
+        if let Some(t) = self.transcript() {
+            line.push_str(&format!(", transcript: {}", show(t)));
+        } else if let Some(p) = self.paths.first() {
+            line.push_str(&format!(", saved: {}", show(p)));
+            if self.paths.len() > 1 {
+                line.push_str(&format!(" (+{} more)", self.paths.len() - 1));
+            }
+        }
+        line
     }
 }
 
-/// `212345` -> `212k`, `1234567` -> `1.2M`.
-pub fn human(n: u64) -> String {
-    match n {
-        0..=9_999 => n.to_string(),
-        10_000..=999_999 => format!("{}k", n / 1000),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+impl fmt::Display for StepReport {
+    /// [`StepReport::describe`] with paths as they are.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(None))
     }
 }

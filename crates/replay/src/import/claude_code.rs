@@ -28,14 +28,13 @@
 //!   `<id>/sidechain-<root uuid>` when the events carry no `agentId`.
 
 use super::draft::{Draft, Mark};
-use super::error::one_line;
 use super::jsonl::{Line, Lines};
 use super::{Conversation, Format, ImportError, finish};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use whittle_context::json_kind;
 use whittle_context::{Block, Content, Role};
+use whittle_context::{escape_controls, json_kind};
 
 /// Whether a JSON object looks like a Claude Code event.
 pub(crate) fn looks_like_event(object: &Map<String, Value>) -> bool {
@@ -278,7 +277,7 @@ fn message_content(event: &Map<String, Value>) -> Result<Content, String> {
         )),
         None => Err(format!(
             "the {} event's message has no \"content\"",
-            one_line(event.get("type").and_then(Value::as_str).unwrap_or("?"))
+            escape_controls(event.get("type").and_then(Value::as_str).unwrap_or("?"), 80)
         )),
     }
 }

@@ -140,16 +140,3 @@ impl fmt::Display for Shown<'_> {
         Ok(())
     }
 }
-
-/// Escapes control characters in text quoted into an error (keys, type names).
-pub(crate) fn one_line(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars().take(80) {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}

@@ -188,7 +188,7 @@ fn import_document(
             }
             _ => Err(unknown(format!(
                 "trajectory_format {} is not {:?}",
-                error::one_line(&format.to_string()),
+                whittle_context::escape_controls(&format.to_string(), 80),
                 mini_swe_agent::TRAJECTORY_FORMAT
             ))),
         };

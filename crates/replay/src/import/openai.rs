@@ -18,11 +18,12 @@
 //!   legacy `function` role is an error naming the message.
 
 use super::draft::Draft;
-use super::error::one_line;
 use super::{Conversation, Format, ImportError, finish, system_text};
 use serde_json::{Map, Value, json};
 use std::path::Path;
-use whittle_context::{Block, Content, Image, Role, ToolResult, ToolResultContent};
+use whittle_context::{
+    Block, Content, Image, Role, ToolResult, ToolResultContent, escape_controls,
+};
 
 /// The key under which tool-call arguments that are not a JSON object are
 /// kept verbatim: `{"_raw_arguments": "<the string as logged>"}`.
@@ -117,7 +118,7 @@ pub(crate) fn import(
             Some(other) => {
                 return Err(bad(
                     at(".role"),
-                    format!("unsupported role {:?}", one_line(other)),
+                    format!("unsupported role {:?}", escape_controls(other, 80)),
                 ));
             }
             None => return Err(bad(at(".role"), "expected a role string".into())),

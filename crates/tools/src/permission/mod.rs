@@ -28,6 +28,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use whittle_context::tool_names;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,29 +62,19 @@ pub enum Decision {
 impl Decision {
     fn ask(reason: impl Into<String>) -> Self {
         Decision::Ask {
-            reason: one_line(reason.into()),
+            reason: whittle_context::controls_to_spaces(&reason.into()).into_owned(),
         }
     }
 
     fn deny(reason: impl Into<String>) -> Self {
         Decision::Deny {
-            reason: one_line(reason.into()),
+            reason: whittle_context::controls_to_spaces(&reason.into()).into_owned(),
         }
     }
 
     /// True for [`Decision::Allow`].
     pub fn is_allow(&self) -> bool {
         matches!(self, Decision::Allow)
-    }
-}
-
-/// Reasons quote commands and paths, which may hold line breaks; a reason
-/// is shown on one line.
-fn one_line(reason: String) -> String {
-    if reason.contains(char::is_control) {
-        reason.replace(char::is_control, " ")
-    } else {
-        reason
     }
 }
 
@@ -143,9 +134,9 @@ impl FromStr for PermissionMode {
 }
 
 /// Tools that read files by a `path` input (default: the workspace).
-const READ_TOOLS: &[&str] = &["read_file", "glob", "grep"];
+const READ_TOOLS: &[&str] = &[tool_names::READ_FILE, tool_names::GLOB, tool_names::GREP];
 /// Tools that write the file at their `path` input.
-const WRITE_TOOLS: &[&str] = &["write_file", "edit_file"];
+const WRITE_TOOLS: &[&str] = &[tool_names::WRITE_FILE, tool_names::EDIT_FILE];
 /// Folders inside the workspace whose files change how git or whittle
 /// behave (hooks, config); changing them always asks.
 const PROTECTED_DIRS: &[&str] = &[".git", ".whittle"];
@@ -171,7 +162,9 @@ impl PermissionPolicy {
         Self {
             mode,
             allow: Vec::new(),
-            trusted: ["todo_write", "load_skill"].map(str::to_owned).into(),
+            trusted: [tool_names::TODO_WRITE, tool_names::LOAD_SKILL]
+                .map(str::to_owned)
+                .into(),
         }
     }
 
@@ -223,7 +216,7 @@ impl PermissionPolicy {
     /// model sent it; `workspace` the folder the agent works in.
     pub fn check(&self, tool_name: &str, input: &Value, workspace: &Path) -> Decision {
         match tool_name {
-            "bash" => self.check_bash(input, workspace),
+            tool_names::BASH => self.check_bash(input, workspace),
             t if READ_TOOLS.contains(&t) => self.check_read(t, input, workspace),
             t if WRITE_TOOLS.contains(&t) => self.check_write(t, input, workspace),
             t if self.trusted.contains(t) => Decision::Allow,
@@ -372,7 +365,7 @@ impl PermissionPolicy {
         if asks.is_empty() {
             return Decision::Allow;
         }
-        let rules: Vec<&AllowRule> = self.rules_for("bash").collect();
+        let rules: Vec<&AllowRule> = self.rules_for(tool_names::BASH).collect();
         // A pattern is matched per simple command, never against the whole
         // line, so `bash(rm build/*)` cannot allow `rm build/x; rm -r src`.
         let whole_line = rules.iter().any(|r| r.is_any());

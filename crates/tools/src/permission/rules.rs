@@ -25,6 +25,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use whittle_context::tool_names;
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -50,7 +51,13 @@ pub enum AllowRuleError {
 }
 
 /// Tools whose rule pattern is a path glob.
-pub(crate) const PATH_TOOLS: &[&str] = &["read_file", "write_file", "edit_file", "glob", "grep"];
+pub(crate) const PATH_TOOLS: &[&str] = &[
+    tool_names::READ_FILE,
+    tool_names::WRITE_FILE,
+    tool_names::EDIT_FILE,
+    tool_names::GLOB,
+    tool_names::GREP,
+];
 
 #[derive(Clone, Debug)]
 enum Pattern {
