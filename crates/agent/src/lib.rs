@@ -14,7 +14,7 @@ mod summarizer;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Approval, Approver, COMPACT_ACK, ContextBreakdown,
-    DenyAsks, EventSink, MeterChoice, TurnOutcome, UsageMeter, UsageTotals,
+    DenyAsks, EventSink, MeterChoice, Resumed, TurnOutcome, UsageMeter, UsageTotals,
 };
 pub use builtin::{CompactTool, TaskTool};
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};

@@ -215,6 +215,7 @@ mod tests {
         let mut w = SessionWriter::create(dir.path(), "m", dir.path()).unwrap();
         w.append(&SessionRecord::Message {
             message: Message::user("hi"),
+            refs: Vec::new(),
         })
         .unwrap();
         let path = w.path().to_path_buf();
@@ -229,6 +230,7 @@ mod tests {
         assert_eq!(state.history.len(), 1);
         w.append(&SessionRecord::Message {
             message: Message::assistant("hello"),
+            refs: Vec::new(),
         })
         .unwrap();
         let state = read_session(&path).unwrap();

@@ -389,7 +389,7 @@ async fn sessions_log_everything_and_resume_after_a_cut() {
     std::fs::write(&log, text).unwrap();
 
     let mut resumed = s.agent(Limits::teaching(), MeterChoice::Chars);
-    assert_eq!(resumed.resume_session(&log).unwrap(), 1);
+    assert_eq!(resumed.resume_session(&log).unwrap().repairs, 1);
     assert_eq!(resumed.request(), "first");
     s.server.push(Reply::text("second done"));
     run(&mut resumed, "second").await.0.unwrap();

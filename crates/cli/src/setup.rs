@@ -140,9 +140,13 @@ pub fn open(
         .with_usage_meter(usage);
     let resumed = match session_to_resume(settings, args)? {
         Some(path) => {
-            let repairs = agent.resume_session(&path)?;
+            let resumed = agent.resume_session(&path)?;
+            // Each missing or changed saved output: one line, then go on.
+            for problem in &resumed.problems {
+                crate::render::err_line(&format!("whittle: {problem}"));
+            }
             let id = agent.session_id().unwrap_or_default().to_string();
-            Some((id, repairs))
+            Some((id, resumed.repairs))
         }
         None => None,
     };

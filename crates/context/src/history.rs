@@ -9,7 +9,7 @@ use std::ops::Range;
 /// Appending is the common case and keeps [`History::epoch`] unchanged; any
 /// other edit bumps it, so a meter calibrated on an earlier state knows its
 /// calibration no longer applies.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct History {
     messages: Vec<Message>,
     /// Sum of the messages' cached sizes.
@@ -19,6 +19,8 @@ pub struct History {
     unchanged: usize,
     /// Messages `..saved` are unedited since the last [`History::take_edited_from`].
     saved: usize,
+    /// Messages `..archived` are in the store's transcript already.
+    archived: usize,
 }
 
 /// Where a tool_result block sits in a history.
@@ -40,7 +42,21 @@ impl History {
             messages,
             message_chars,
             epoch: 0,
+            archived: 0,
         }
+    }
+
+    /// How many leading messages are in the transcript already: an archive
+    /// step writes only the messages after them, so each message is written
+    /// once however often the history is compacted.
+    pub fn archived(&self) -> usize {
+        self.archived.min(self.messages.len())
+    }
+
+    /// Records that the first `count` messages are in the transcript (a
+    /// resumed session restores what its log says).
+    pub fn set_archived(&mut self, count: usize) {
+        self.archived = count.min(self.messages.len());
     }
 
     /// The messages, oldest first.
@@ -118,6 +134,7 @@ impl History {
         self.epoch += 1;
         self.unchanged = self.unchanged.min(self.messages.len());
         self.saved = self.saved.min(self.messages.len());
+        self.archived = self.archived.min(self.messages.len());
         Some(m)
     }
 
@@ -162,6 +179,8 @@ impl History {
         self.epoch += 1;
         self.unchanged = self.unchanged.min(start);
         self.saved = self.saved.min(start);
+        // The replacement is new: only what precedes it stays archived.
+        self.archived = self.archived.min(start);
     }
 
     /// Replaces every message.
@@ -201,6 +220,15 @@ impl History {
     /// Consumes the history, returning its messages.
     pub fn into_messages(self) -> Vec<Message> {
         self.messages
+    }
+}
+
+/// Two histories are equal when they hold the same messages: the marks
+/// (what was sent, logged, archived) are bookkeeping about a history, not
+/// part of it, so "the step left the history as it was" compares messages.
+impl PartialEq for History {
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
     }
 }
 

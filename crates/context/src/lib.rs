@@ -68,7 +68,9 @@ mod validate;
 
 pub use history::{BlockRef, History};
 pub use limits::{Limits, TokenBudget};
-pub use markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_saved_placeholder, saved_path};
+pub use markers::{
+    COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output, saved_path,
+};
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
     ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
@@ -81,10 +83,13 @@ pub use pipeline::{
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
 pub use session_log::{
-    INTERRUPTED_RESULT, SESSION_FORMAT, SessionError, SessionRecord, SessionState, parse_session,
-    read_session, repair_unanswered,
+    INTERRUPTED_RESULT, OutputRef, SESSION_FORMAT, SessionError, SessionRecord, SessionState,
+    log_form, parse_session, read_session, repair_unanswered,
 };
-pub use store::{Store, StoreError, write_atomic};
+pub use store::{
+    ArchivedSpan, CapturedOutput, ContentHash, OutputWriter, SavedOutput, Store, StoreError,
+    write_atomic,
+};
 pub use summarize::{
     AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
     SummaryInput, bounded_transcript,

@@ -2,7 +2,8 @@
 
 use crate::message::{Message, ToolResult};
 use crate::store::Store;
-use crate::text::prefix_chars;
+use crate::text::{group_digits, prefix_chars, suffix_chars};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 const PERSISTED_OPEN: &str = "<persisted-output>\nFull output: ";
@@ -15,19 +16,114 @@ pub const COMPACTED_HEADER: &str = "[Compacted]";
 /// First line of the message that replaces history after a context-overflow error.
 pub const REACTIVE_HEADER: &str = "[Reactive compact]";
 
-/// A persisted result as it stays in context: where the whole output is, and
-/// its first `preview_chars` characters.
-pub fn persisted_output(path: &Path, text: &str, preview_chars: usize) -> String {
-    let preview = prefix_chars(text, preview_chars);
-    let more = if preview.len() < text.len() {
-        "\n..."
-    } else {
-        ""
-    };
-    format!(
-        "{PERSISTED_OPEN}{}\nPreview:\n{preview}{more}{PERSISTED_CLOSE}",
-        path.display()
-    )
+/// What a persisted-output marker shows of the output it stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preview<'a> {
+    head: Cow<'a, str>,
+    rest: Rest<'a>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Rest<'a> {
+    /// The head is the whole output.
+    Nothing,
+    /// More follows the head (the seed's `...`).
+    More,
+    /// The end of the output, and how many bytes lie between head and end.
+    Tail {
+        tail: Cow<'a, str>,
+        omitted_bytes: u64,
+    },
+}
+
+impl<'a> Preview<'a> {
+    /// The first `chars` characters, as the seed shows a persisted result.
+    pub fn head(text: &'a str, chars: usize) -> Self {
+        let head = prefix_chars(text, chars);
+        let rest = if head.len() < text.len() {
+            Rest::More
+        } else {
+            Rest::Nothing
+        };
+        Preview {
+            head: head.into(),
+            rest,
+        }
+    }
+
+    /// About `chars` characters of an output known by its first and last
+    /// bytes (what an [`OutputWriter`](crate::OutputWriter) keeps): a
+    /// quarter from the start and the rest from the end, since for a
+    /// command the end (the error, the summary line) matters most. Bytes
+    /// that are not UTF-8 show as U+FFFD.
+    pub fn of_ends(head: &[u8], tail: &[u8], total_bytes: u64, chars: usize) -> Preview<'static> {
+        let whole = head.len() as u64 >= total_bytes;
+        let head_text = String::from_utf8_lossy(head);
+        if whole && head_text.chars().count() <= chars {
+            return Preview::head_and_tail(head_text.into_owned(), String::new(), 0);
+        }
+        let head_part = prefix_chars(&head_text, chars / 4).to_string();
+        let tail_text = String::from_utf8_lossy(tail_without_cut_char(tail));
+        let tail_part = suffix_chars(&tail_text, chars - chars / 4).to_string();
+        let shown = (head_part.len() + tail_part.len()) as u64;
+        let omitted = total_bytes.saturating_sub(shown);
+        Preview::head_and_tail(head_part, tail_part, omitted)
+    }
+
+    /// The start and the end of an output too big to hold in memory, with
+    /// the number of bytes between them: for a command's output the end
+    /// (the error, the summary line) matters as much as the start.
+    pub fn head_and_tail(head: String, tail: String, omitted_bytes: u64) -> Preview<'static> {
+        let rest = if omitted_bytes == 0 && tail.is_empty() {
+            Rest::Nothing
+        } else {
+            Rest::Tail {
+                tail: tail.into(),
+                omitted_bytes,
+            }
+        };
+        Preview {
+            head: head.into(),
+            rest,
+        }
+    }
+}
+
+/// `bytes` without the continuation bytes of a character cut off at its start.
+fn tail_without_cut_char(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .take(3)
+        .take_while(|b| **b & 0xC0 == 0x80)
+        .count();
+    &bytes[skip..]
+}
+
+/// A persisted result as it stays in context: where the whole output is,
+/// an optional note (its size, the exit status: what a reader needs before
+/// deciding to open the file), and a preview. The one format of the one
+/// marker: the pipeline's steps and the tools that save their outputs
+/// while they run all write it here, and [`saved_path`] reads it back.
+pub fn persisted_output(path: &Path, preview: &Preview<'_>, note: Option<&str>) -> String {
+    let mut out = format!("{PERSISTED_OPEN}{}\n", path.display());
+    if let Some(note) = note {
+        out.push_str(note.trim_end());
+        out.push('\n');
+    }
+    match &preview.rest {
+        Rest::Nothing => out.push_str(&format!("Preview:\n{}", preview.head)),
+        Rest::More => out.push_str(&format!("Preview:\n{}\n...", preview.head)),
+        Rest::Tail {
+            tail,
+            omitted_bytes,
+        } => out.push_str(&format!(
+            "Preview (start and end):\n{}\n[... {} bytes not shown ...]\n{tail}",
+            preview.head.trim_end_matches('\n'),
+            group_digits(*omitted_bytes)
+        )),
+    }
+    out.push_str(PERSISTED_CLOSE);
+    out
 }
 
 /// The placeholder micro_compact leaves for an old result it saved.
@@ -35,9 +131,14 @@ pub fn saved_placeholder(path: &Path) -> String {
     format!("{SAVED_OPEN}{}]", path.display())
 }
 
-/// The message snip_compact puts where it removed `count` messages.
-pub fn archive_marker(count: usize, transcript: &Path) -> Message {
-    Message::user(format!("[{count}{ARCHIVE_INFIX}{}]", transcript.display()))
+/// The message snip_compact puts where it removed `count` messages: where
+/// they are, to the line, so the model can read them back with `read_file`.
+pub fn archive_marker(count: usize, transcript: &Path, lines: Option<(u64, u64)>) -> Message {
+    let lines = lines.map_or_else(String::new, |(a, b)| format!(", lines {a}-{b}"));
+    Message::user(format!(
+        "[{count}{ARCHIVE_INFIX}{}{lines}]",
+        transcript.display()
+    ))
 }
 
 /// Whether a message is only a snip marker (so snipping it alone gains nothing).
@@ -98,16 +199,19 @@ mod tests {
     use super::*;
     use crate::message::Block;
 
+    fn as_result(s: String) -> ToolResult {
+        match Block::tool_result("t", s, false) {
+            Block::ToolResult(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
     #[test]
     fn markers_are_recognised_only_with_trusted_paths() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let path = store.persist_tool_result("t", "full").unwrap();
-        let as_result = |s: String| match Block::tool_result("t", s, false) {
-            Block::ToolResult(r) => r,
-            _ => unreachable!(),
-        };
-        let persisted = persisted_output(&path, "full output", 4);
+        let path = store.persist_tool_result("t", "full").unwrap().path;
+        let persisted = persisted_output(&path, &Preview::head("full output", 4), None);
         assert!(persisted.contains("Preview:\nfull\n..."));
         assert_eq!(
             saved_path(&as_result(persisted), &store),
@@ -116,21 +220,63 @@ mod tests {
         assert!(saved_path(&as_result(saved_placeholder(&path)), &store).is_some());
         let forged = saved_placeholder(Path::new("/etc/passwd"));
         assert!(saved_path(&as_result(forged), &store).is_none());
-        assert!(
-            saved_path(
-                &as_result(persisted_output(Path::new("/etc/hosts"), "x", 9)),
-                &store
-            )
-            .is_none()
+        let elsewhere = persisted_output(Path::new("/etc/hosts"), &Preview::head("x", 9), None);
+        assert!(saved_path(&as_result(elsewhere), &store).is_none());
+    }
+
+    #[test]
+    fn a_streamed_output_marker_has_a_note_and_both_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let path = store.persist_tool_result("t", "1\n2\n3\n").unwrap().path;
+        let preview = Preview::head_and_tail("1\n".into(), "3\n".into(), 1_234_567);
+        let marker = persisted_output(&path, &preview, Some("Size: 6 bytes\n[exit code: 0]"));
+        assert!(marker.contains("\nSize: 6 bytes\n[exit code: 0]\nPreview (start and end):\n1\n"));
+        assert!(marker.contains("[... 1,234,567 bytes not shown ...]\n3\n"));
+        assert!(saved_path(&as_result(marker), &store).is_some());
+    }
+
+    #[test]
+    fn previews_of_ends_show_both_ends_and_count_the_rest() {
+        let small = Preview::of_ends(b"abc", b"abc", 3, 100);
+        assert_eq!(
+            small,
+            Preview::head_and_tail("abc".into(), String::new(), 0)
         );
+        let text: String = (0..1000).map(|i| format!("{i}\n")).collect();
+        let bytes = text.as_bytes();
+        let p = Preview::of_ends(
+            &bytes[..100],
+            &bytes[bytes.len() - 100..],
+            bytes.len() as u64,
+            40,
+        );
+        let shown = persisted_output(Path::new("/x"), &p, None);
+        assert!(
+            shown.contains("Preview (start and end):\n0\n1\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("998\n999\n\n</persisted-output>"),
+            "{shown}"
+        );
+        assert!(shown.contains(&format!(
+            "[... {} bytes not shown ...]",
+            group_digits(bytes.len() as u64 - 40)
+        )));
+        // A tail that starts inside a character does not show half of it.
+        let p = Preview::of_ends("é".as_bytes(), &"aé".as_bytes()[2..], 100, 8);
+        assert!(!persisted_output(Path::new("/x"), &p, None).contains('\u{fffd}'));
     }
 
     #[test]
     fn archive_markers_are_recognised() {
-        assert!(is_archive_marker(&archive_marker(
-            12,
-            Path::new("/t/x.jsonl")
-        )));
+        let marker = archive_marker(12, Path::new("/t/x.jsonl"), Some((4, 15)));
+        assert_eq!(
+            marker.text(),
+            "[12 messages archived at /t/x.jsonl, lines 4-15]"
+        );
+        assert!(is_archive_marker(&marker));
         assert!(!is_archive_marker(&Message::user(
             "[see 12 messages archived at x] later"
         )));

@@ -239,13 +239,19 @@ fn snip_keeps_head_and_tail_pair_safe_writes_transcript_and_is_idempotent() {
     // 81 messages: the newest 47 would start with a result, so the tail takes its call too.
     let tail_start = before.len() - 48;
     assert!(before[tail_start].has_tool_use());
+    // The transcript holds what left the context, the head first (once, in
+    // order); the marker names the middle's own lines.
     let expected = format!(
-        "[{} messages archived at {}]",
+        "[{} messages archived at {}, lines 4-{}]",
         tail_start - 3,
-        transcript.display()
+        transcript.display(),
+        tail_start
     );
     assert_eq!(marker, expected);
-    assert_eq!(Store::read_transcript(transcript).unwrap(), before);
+    assert_eq!(
+        Store::read_transcript(transcript).unwrap(),
+        &before[..tail_start]
+    );
     assert_eq!(&h.messages()[4..], &before[tail_start..]);
     // Nothing new: a second run leaves the lone marker alone.
     let again = c.prepare(&mut h, "task", &mut Recording::default());

@@ -203,3 +203,97 @@ proptest! {
         }
     }
 }
+
+/// What a step does between turns of [`transcripts_hold_each_archived_message_once_in_order`].
+#[derive(Clone, Debug)]
+enum Op {
+    Prepare,
+    Compact,
+    Reactive,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![8 => Just(Op::Prepare), 1 => Just(Op::Compact), 1 => Just(Op::Reactive)]
+}
+
+/// A message's identity: the ids of its tool calls or results, else its text
+/// (every generated text is unique); `None` for the markers and summaries
+/// compaction writes.
+fn identity(m: &Message) -> Option<String> {
+    let ids: Vec<String> = m
+        .tool_uses()
+        .map(|t| format!("use:{}", t.id))
+        .chain(
+            m.tool_results()
+                .map(|r| format!("result:{}", r.tool_use_id)),
+        )
+        .collect();
+    if !ids.is_empty() {
+        return Some(ids.join(","));
+    }
+    let text = m.text();
+    text.starts_with("msg").then_some(text)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Archiving is append-only: whatever sequence of snips and summaries
+    /// runs, the transcript holds every message that left the context, each
+    /// once, in the order the conversation had them.
+    #[test]
+    fn transcripts_hold_each_archived_message_once_in_order(
+        steps in prop::collection::vec((1usize..4, prop::collection::vec(size(), 0..3), op()), 1..60),
+        (limits, tokens) in limits_strategy(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = compactor(dir.path(), limits, tokens);
+        let mut h = History::new(vec![Message::user("msg0 the task")]);
+        let mut order: Vec<String> = vec!["msg0 the task".into()];
+        let mut s = Recording::default();
+        let mut n = 0;
+        for (texts, results, op) in steps {
+            n += 1;
+            let mut blocks = vec![Block::text(format!("msg{n} {}", "t".repeat(texts * 40)))];
+            let mut answers = Vec::new();
+            for (k, size) in results.iter().enumerate() {
+                let id = format!("c{n}_{k}");
+                blocks.push(Block::tool_use(&id, "bash", json!({"command": "ls"})));
+                answers.push(Block::tool_result(&id, file_text(n * 10 + k, *size), false));
+            }
+            let assistant = Message::assistant_blocks(blocks);
+            order.push(identity(&assistant).unwrap());
+            h.push(assistant);
+            let user = if answers.is_empty() {
+                Message::user(format!("msg{n} go on"))
+            } else {
+                Message::user_blocks(answers)
+            };
+            order.push(identity(&user).unwrap());
+            h.push(user);
+            match op {
+                Op::Prepare => { c.prepare(&mut h, "msg0 the task", &mut s); }
+                Op::Compact => { c.compact(&mut h, "msg0 the task", &mut s, None); }
+                Op::Reactive => { c.reactive_compact(&mut h, "msg0 the task", &mut s); }
+            }
+            prop_assert_eq!(validate(h.messages()), Ok(()));
+        }
+        let path = c.store().transcript_path();
+        let archived: Vec<String> = if path.exists() {
+            Store::read_transcript(&path).unwrap().iter().filter_map(identity).collect()
+        } else {
+            Vec::new()
+        };
+        // Once each, in the conversation's order.
+        let positions: Vec<usize> = archived
+            .iter()
+            .map(|id| order.iter().position(|o| o == id).unwrap())
+            .collect();
+        prop_assert!(positions.windows(2).all(|w| w[0] < w[1]), "{:?}", archived);
+        // Everything that left the context is there.
+        let current: Vec<String> = h.messages().iter().filter_map(identity).collect();
+        for id in &order {
+            prop_assert!(current.contains(id) || archived.contains(id), "lost {}", id);
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Replays every shared trace (or, without them, the test fixtures) under
-//! `none` and `default` at a 32,000-token window: the pipeline's cost on
+//! `none`, `teaching` and `default` at a 32,000-token window: the pipeline's cost on
 //! real sessions, end to end (import once, then rebuild each history call by
 //! call, prepare, price, check recovery).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -32,7 +32,7 @@ fn bench(c: &mut Criterion) {
     let config = ReplayConfig::for_window(32_000);
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
-    for policy in [Policy::None, Policy::Default] {
+    for policy in [Policy::None, Policy::Teaching, Policy::Default] {
         group.bench_function(format!("{set}/{}", policy.name()), |b| {
             b.iter(|| {
                 let mut calls = 0;

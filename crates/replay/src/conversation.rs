@@ -218,6 +218,7 @@ pub fn replay_conversation(
         + per(report.output_tokens, p.output);
     report.unrecoverable_chars =
         check_recovery(messages, &history, &store).unrecoverable_chars as u64;
+    report.pipeline_us_by_call = times.clone();
     times.sort_unstable();
     report.pipeline_us_median = times.get(times.len() / 2).copied().unwrap_or(0);
     report.pipeline_us_max = times.last().copied().unwrap_or(0);

@@ -48,6 +48,10 @@ pub struct ReplayReport {
     pub pipeline_us_max: u64,
     /// Pipeline time in all, in microseconds.
     pub pipeline_us_total: u64,
+    /// Pipeline time of each call in call order, in microseconds: whether
+    /// the cost stays flat as a session grows. Not in JSON (one per call).
+    #[serde(skip)]
+    pub pipeline_us_by_call: Vec<u64>,
 }
 
 impl ReplayReport {

@@ -1,5 +1,8 @@
 //! `bash`: runs a command in the workspace, in its own process group, with a
-//! timeout, cancellation and a bounded, interleaved output.
+//! timeout and cancellation. Its interleaved output is kept whole: small
+//! outputs come back as they are, big ones are streamed into the store as
+//! they arrive (memory stays bounded) and the model sees a preview with the
+//! file's path.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
@@ -17,7 +20,8 @@ use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
-use crate::truncate::HeadTail;
+use std::path::Path;
+use whittle_context::{CapturedOutput, OutputWriter, Preview, group_digits, persisted_output};
 
 /// How long to keep reading after the shell exits while a background child
 /// still holds the output pipe open.
@@ -25,12 +29,12 @@ const LINGER: Duration = Duration::from_millis(250);
 /// How long to collect what killed processes left in the pipe.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(200);
 
-/// The `bash` tool. Limits are fields so tests and configs can tighten them.
+/// The `bash` tool. How big outputs are kept is the context's
+/// ([`ToolContext::output_limits`]).
 #[derive(Clone, Debug)]
 pub struct BashTool {
     default_timeout: Duration,
     max_timeout: Duration,
-    output_cap: usize,
 }
 
 impl Default for BashTool {
@@ -38,16 +42,7 @@ impl Default for BashTool {
         Self {
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
-            output_cap: 30_000,
         }
-    }
-}
-
-impl BashTool {
-    /// Sets how many bytes of output are kept (half head, half tail).
-    pub fn with_output_cap(mut self, bytes: usize) -> Self {
-        self.output_cap = bytes;
-        self
     }
 }
 
@@ -110,7 +105,8 @@ impl Tool for BashTool {
 
     fn description(&self) -> &str {
         "Run a shell command with `bash -c` in the workspace folder (each call starts fresh there). \
-         stdout and stderr are interleaved; long output keeps its head and tail. The exit code is \
+         stdout and stderr are interleaved. A long output is saved whole to a file and you see its \
+         start and end with the file's path (read or grep the file for the rest). The exit code is \
          reported. Default timeout 120 s, at most 600 (timeout_secs); on timeout the command and \
          all its children are killed. Stdin is empty: never run interactive programs. Run servers \
          or long jobs in the background with output redirected to a file. Prefer read_file, \
@@ -201,7 +197,7 @@ impl BashTool {
             Err(e) => return ToolOutput::error(format!("bash: cannot read the output: {e}")),
         };
 
-        let mut out = HeadTail::new(self.output_cap / 2, self.output_cap - self.output_cap / 2);
+        let mut out = ctx.output_writer(tool_names::BASH);
         let mut buf = vec![0u8; 16 * 1024];
         let mut eof = false;
         let deadline = Instant::now() + timeout;
@@ -218,7 +214,7 @@ impl BashTool {
                 },
                 n = rx.read(&mut buf), if !eof => match n {
                     Ok(0) | Err(_) => eof = true,
-                    Ok(n) => out.push(&buf[..n]),
+                    Ok(n) => out.write(&buf[..n]),
                 },
             }
         };
@@ -253,57 +249,114 @@ impl BashTool {
             }
         }
 
-        let empty = out.is_empty();
-        let (mut text, lossy) = out.finish();
-        if empty {
-            text.push_str("(no output)");
-        }
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        if lossy {
-            notes.push(
-                "[note: the output was not valid UTF-8; invalid bytes are shown as U+FFFD]"
-                    .to_owned(),
-            );
-        }
-        let is_error = match ending {
-            Ending::Exited(status) => {
-                match (status.code(), status.signal()) {
-                    (Some(code), _) => notes.push(format!("[exit code: {code}]")),
-                    (None, Some(sig)) => notes.push(format!("[killed by signal {sig}]")),
-                    (None, None) => notes.push("[exit status unknown]".to_owned()),
-                }
-                !status.success()
-            }
-            Ending::TimedOut => {
-                notes.push(format!(
-                    "[timed out after {} s: the command and its whole process group were killed; pass a larger timeout_secs (max {}) or run it in the background with output redirected to a file]",
-                    fmt_secs(timeout),
-                    self.max_timeout.as_secs()
-                ));
-                true
-            }
+        let status_notes = match ending {
+            Ending::Exited(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => format!("[exit code: {code}]"),
+                (None, Some(sig)) => format!("[killed by signal {sig}]"),
+                (None, None) => "[exit status unknown]".to_owned(),
+            },
+            Ending::TimedOut => format!(
+                "[timed out after {} s: the command and its whole process group were killed; pass a larger timeout_secs (max {}) or run it in the background with output redirected to a file]",
+                fmt_secs(timeout),
+                self.max_timeout.as_secs()
+            ),
             Ending::Cancelled => {
-                notes.push(
-                    "[cancelled: the command and its whole process group were killed]".to_owned(),
-                );
-                true
+                "[cancelled: the command and its whole process group were killed]".to_owned()
             }
         };
-        text.push_str(&notes.join("\n"));
+        notes.push(status_notes);
+        let is_error = match ending {
+            Ending::Exited(status) => !status.success(),
+            Ending::TimedOut | Ending::Cancelled => true,
+        };
         ToolOutput {
-            content: text,
+            content: output_text(out.finish(), &notes, ctx.output_limits().preview_chars),
             is_error,
         }
     }
 }
 
+/// What the model sees of a finished output: the whole text with the notes
+/// after it, or, for a saved output, the persisted-output marker with the
+/// size and notes and a preview of both ends.
+fn output_text(captured: CapturedOutput, notes: &[String], preview_chars: usize) -> String {
+    match captured {
+        CapturedOutput::Inline(bytes) => {
+            let mut text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => {
+                    let mut text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(NOT_UTF8);
+                    text
+                }
+            };
+            if text.is_empty() {
+                text.push_str("(no output)");
+            }
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&notes.join("\n"));
+            text
+        }
+        CapturedOutput::Saved {
+            saved,
+            head,
+            tail,
+            total_bytes,
+            lines,
+        } => {
+            let mut note = format!(
+                "Size: {} bytes, {} lines. Read parts with read_file (offset/limit) or search it with grep.",
+                group_digits(total_bytes),
+                group_digits(lines)
+            );
+            if saved.bytes < total_bytes {
+                note.push_str(&format!(
+                    "\n[only the first {} bytes were saved (the per-output limit); the last {} bytes were not, except the end shown below]",
+                    group_digits(saved.bytes),
+                    group_digits(total_bytes - saved.bytes)
+                ));
+            }
+            if std::str::from_utf8(&head).is_err() || std::str::from_utf8(&tail).is_err() {
+                note.push('\n');
+                note.push_str(NOT_UTF8);
+            }
+            for n in notes {
+                note.push('\n');
+                note.push_str(n);
+            }
+            let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
+            persisted_output(&saved.path, &preview, Some(&note))
+        }
+        CapturedOutput::Unsaved {
+            error,
+            head,
+            tail,
+            total_bytes,
+        } => {
+            let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
+            let shown = persisted_output(Path::new("(not saved)"), &preview, None);
+            format!(
+                "[the output ({} bytes) could not be saved: {error}; only its start and end are kept]\n{shown}\n{}",
+                group_digits(total_bytes),
+                notes.join("\n")
+            )
+        }
+    }
+}
+
+/// Said when a command printed bytes that are not UTF-8.
+const NOT_UTF8: &str = "[note: the output was not valid UTF-8; invalid bytes are shown as U+FFFD]";
+
 /// Reads what is left in the pipe until end-of-file or `until`; true when
 /// end-of-file was reached.
 async fn drain(
     rx: &mut pipe::Receiver,
-    out: &mut HeadTail,
+    out: &mut OutputWriter,
     buf: &mut [u8],
     mut eof: bool,
     until: Instant,
@@ -322,7 +375,7 @@ async fn drain(
             _ = tokio::time::sleep_until(until) => return false,
             n = rx.read(buf) => match n {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => out.write(&buf[..n]),
             },
         }
     }

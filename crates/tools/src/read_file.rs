@@ -193,11 +193,14 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> io::Result<Listing> {
                 String::from_utf8_lossy(&line).into_owned()
             }
         };
+        let cut = len > MAX_LINE_BYTES || text.chars().nth(MAX_LINE_CHARS).is_some();
         let mut text = cap_line(&text, MAX_LINE_CHARS);
-        if len > MAX_LINE_BYTES {
+        if cut {
+            // Say how to see the rest: the line is on disk, read_file pages by lines.
             text.push_str(&format!(
-                " [line is {} bytes long]",
-                group_digits(len as u64)
+                " [line {n} is {} bytes long; see the rest with bash, e.g. `sed -n '{n}p' FILE | cut -c{}-`]",
+                group_digits(len as u64),
+                MAX_LINE_CHARS + 1
             ));
         }
         if l.numbered.len() + text.len() > MAX_OUTPUT_CHARS && l.first_shown != 0 {

@@ -466,7 +466,11 @@ fn load_by_name(workspace: &Path, name: &str) -> ToolOutput {
                 "<skill name=\"{}\" folder=\"{}\">\n{}\n</skill>",
                 parsed.name,
                 crate::paths::display_path(workspace, dir),
-                cap_middle(parsed.body.trim_end(), MAX_BODY_CHARS)
+                cap_middle(
+                    parsed.body.trim_end(),
+                    MAX_BODY_CHARS,
+                    &crate::paths::display_path(workspace, &skill.path)
+                )
             ))
         }
         Err(message) => ToolOutput::error(format!("skill {name:?} cannot be loaded: {message}")),

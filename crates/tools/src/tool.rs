@@ -1,6 +1,8 @@
 //! The `Tool` trait and the values that flow in and out of a tool run.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use whittle_context::{OutputWriter, Store};
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
@@ -41,26 +43,106 @@ impl ToolOutput {
 
 pub use whittle_context::ToolSpec;
 
+/// How tools keep outputs too big to show whole: above `inline_max_bytes`
+/// an output is saved in the store as it is produced and the model sees a
+/// preview of about `preview_chars` with the file's path; `cap_bytes` is the
+/// most one output may take on disk, the only cut, and said when it happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// Outputs up to this size are returned whole.
+    pub inline_max_bytes: usize,
+    /// Characters of a saved output's preview.
+    pub preview_chars: usize,
+    /// Bytes one output may take on disk.
+    pub cap_bytes: u64,
+}
+
+impl Default for OutputLimits {
+    /// The seed's 30,000-char large result and 2,000-char preview; 1 GiB on disk.
+    fn default() -> Self {
+        OutputLimits {
+            inline_max_bytes: 30_000,
+            preview_chars: 2_000,
+            cap_bytes: 1 << 30,
+        }
+    }
+}
+
 /// Everything a tool run may need from its surroundings.
 ///
-/// Cheap to clone: the agent makes one per tool call when it wants a
-/// per-call cancellation token (`with_cancel(parent.child_token())`).
+/// Cheap to clone: the agent makes one per tool call, with that call's id
+/// and, when it wants one, a per-call cancellation token.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     workspace: PathBuf,
     cancel: CancellationToken,
     todos: TodoStore,
+    store: Store,
+    output_limits: OutputLimits,
+    call_id: Option<String>,
 }
 
+static UNNAMED_CALLS: AtomicU64 = AtomicU64::new(0);
+
 impl ToolContext {
-    /// A context rooted at `workspace`, with a fresh cancellation token and
-    /// an empty todo list.
+    /// A context rooted at `workspace`, with a fresh cancellation token, an
+    /// empty todo list, and big outputs saved under `WORKSPACE/.whittle`.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        let workspace = workspace.into();
         Self {
-            workspace: workspace.into(),
+            store: Store::new(workspace.join(".whittle")),
+            workspace,
             cancel: CancellationToken::new(),
             todos: TodoStore::default(),
+            output_limits: OutputLimits::default(),
+            call_id: None,
         }
+    }
+
+    /// Saves big outputs in `store` (the conversation's own, so the
+    /// pipeline and the session log know the files).
+    pub fn with_store(mut self, store: Store) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Sets when outputs are saved and how big the preview is.
+    pub fn with_output_limits(mut self, limits: OutputLimits) -> Self {
+        self.output_limits = limits;
+        self
+    }
+
+    /// The id of the tool call being run: saved outputs are named after it.
+    pub fn with_call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    /// Where big outputs are saved.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// When outputs are saved and how big the preview is.
+    pub fn output_limits(&self) -> OutputLimits {
+        self.output_limits
+    }
+
+    /// A writer for this call's output, named after the call (or, outside
+    /// a call, after `tool` and a sequence number).
+    pub fn output_writer(&self, tool: &str) -> OutputWriter {
+        let id = self.call_id.clone().unwrap_or_else(|| {
+            format!(
+                "{tool}-{}-{}",
+                std::process::id(),
+                UNNAMED_CALLS.fetch_add(1, Ordering::Relaxed)
+            )
+        });
+        self.store.output_writer(
+            &id,
+            self.output_limits.inline_max_bytes,
+            self.output_limits.cap_bytes,
+        )
     }
 
     /// Replaces the cancellation signal; cancelling it stops running tools

@@ -260,6 +260,6 @@ fn edit_file(path: &Path, shown: &str, input: &EditInput) -> ToolOutput {
     ToolOutput::ok(format!(
         "Edited {shown}: replaced {count} occurrence{}.\n{}",
         if count == 1 { "" } else { "s" },
-        cap_middle(&diff, MAX_DIFF_CHARS)
+        cap_middle(&diff, MAX_DIFF_CHARS, &format!("{shown} as it is now"))
     ))
 }

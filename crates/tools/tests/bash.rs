@@ -158,32 +158,84 @@ async fn dropping_the_run_kills_the_process_group() {
 }
 
 #[tokio::test]
-async fn output_cap_keeps_head_and_tail_and_counts_the_cut() {
+async fn a_big_output_is_saved_whole_and_previewed_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
-    let ctx = ToolContext::new(dir.path());
-    let out = run(&ctx, json!({"command": "seq 1 100000"})).await;
-    assert!(!out.is_error);
-    let full: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
-    let omitted = full.len() - 30_000;
-    assert!(out.content.starts_with(&full[..15_000]));
-    assert!(out.content.contains(&full[full.len() - 15_000..]));
-    let digits = omitted.to_string();
-    let (a, b) = digits.split_at(digits.len() - 3);
-    let marker = format!("\n... [{a},{b} chars omitted] ...\n");
-    assert!(out.content.contains(&marker), "missing {marker:?}");
-    assert!(out.content.ends_with("100000\n[exit code: 0]"));
-    assert!(out.content.len() < 30_200);
+    let ctx = ToolContext::new(dir.path()).with_call_id("toolu_seq");
+    let out = run(&ctx, json!({"command": "seq 1 200000"})).await;
+    assert!(!out.is_error, "{}", out.content);
+    let full: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    // One marker: the file's path, the size, the exit code, both ends.
+    assert!(
+        out.content.starts_with("<persisted-output>\nFull output: "),
+        "{}",
+        out.content
+    );
+    assert!(out.content.ends_with("</persisted-output>"));
+    assert!(
+        out.content
+            .contains("Size: 1,288,895 bytes, 200,000 lines."),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("[exit code: 0]"));
+    assert!(out.content.contains("Preview (start and end):\n1\n2\n3\n"));
+    assert!(out.content.contains("199999\n200000\n"));
+    assert!(out.content.len() < 3_000, "{}", out.content.len());
+    // Every line is in the saved file, which the marker names.
+    let path = out
+        .content
+        .lines()
+        .nth(1)
+        .unwrap()
+        .strip_prefix("Full output: ")
+        .unwrap();
+    assert!(path.contains("toolu_seq"), "{path}");
+    assert_eq!(std::fs::read_to_string(path).unwrap(), full);
+    assert!(
+        ctx.store().trusted_path(path).is_some(),
+        "the file is inside the store"
+    );
+}
 
-    let small = BashTool::default().with_output_cap(10);
-    let out = small
-        .run(
-            json!({"command": "printf 'abcdefghijklmnopqrstuvwxyz'"}),
-            &ctx,
-        )
-        .await;
+#[tokio::test]
+async fn outputs_under_the_limit_come_back_whole_and_the_cap_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = whittle_tools::OutputLimits {
+        inline_max_bytes: 10,
+        preview_chars: 8,
+        cap_bytes: 20,
+    };
+    let ctx = ToolContext::new(dir.path()).with_output_limits(limits);
+    let out = run(&ctx, json!({"command": "printf 'abcdefghi'"})).await;
+    assert_eq!(out.content, "abcdefghi\n[exit code: 0]");
+    let out = run(
+        &ctx,
+        json!({"command": "printf 'abcdefghijklmnopqrstuvwxyz'"}),
+    )
+    .await;
+    assert!(
+        out.content.contains(
+            "[only the first 20 bytes were saved (the per-output limit); the last 6 bytes were not"
+        ),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("\nab\n"), "{}", out.content);
+    assert!(
+        out.content.contains("uvwxyz"),
+        "the end is shown: {}",
+        out.content
+    );
+    let path = out
+        .content
+        .lines()
+        .nth(1)
+        .unwrap()
+        .strip_prefix("Full output: ")
+        .unwrap();
     assert_eq!(
-        out.content,
-        "abcde\n... [16 chars omitted] ...\nvwxyz\n[exit code: 0]"
+        std::fs::read_to_string(path).unwrap(),
+        "abcdefghijklmnopqrst"
     );
 }
 

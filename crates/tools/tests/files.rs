@@ -99,7 +99,12 @@ async fn read_caps_long_lines_and_reports_missing_files() {
     let out = call(&ReadFileTool, &ctx, json!({"path": "min.js"})).await;
     assert!(!out.is_error);
     assert!(out.content.contains("chars cut]"));
-    assert!(out.content.contains("[line is 50,001 bytes long]"));
+    assert!(
+        out.content
+            .contains("[line 1 is 50,001 bytes long; see the rest with bash"),
+        "{}",
+        out.content
+    );
     assert!(out.content.contains("     2\tshort\n"));
     assert!(out.content.len() < 3_000);
 

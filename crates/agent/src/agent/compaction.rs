@@ -3,13 +3,13 @@
 //! whenever it needs a summary; the session's own model writes it, awaited
 //! here like any other call, so the loop runs on any tokio runtime.
 
-use super::Agent;
 use super::error::AgentError;
 use super::events::{AgentEvent, EventSink};
+use super::{Agent, LOG_INLINE_MAX_CHARS};
 use crate::hooks::HookEvent;
 use crate::summarizer::ProviderSummarizer;
 use tokio_util::sync::CancellationToken;
-use whittle_context::{Outcome, PrepareOutcome, Progress, SessionRecord, StepReport};
+use whittle_context::{Outcome, PrepareOutcome, Progress, SessionRecord, StepReport, log_form};
 use whittle_llm::Usage;
 
 impl Agent {
@@ -125,9 +125,25 @@ impl Agent {
             }
         }
         let (Some(first), Some(last)) = (applied.first(), applied.last()) else {
+            // A summary that failed after archiving still moved the mark.
+            let archived = self.history.archived();
+            if archived != self.logged_archived {
+                self.logged_archived = archived;
+                self.log(SessionRecord::Archived { count: archived })?;
+            }
             return Ok(());
         };
         let from = self.history.take_edited_from();
+        let (messages, refs) = if self.session.is_some() {
+            log_form(
+                &self.history.messages()[from..],
+                self.compactor.store(),
+                LOG_INLINE_MAX_CHARS,
+            )?
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        self.logged_archived = self.history.archived();
         let record = SessionRecord::Compaction {
             step: applied
                 .iter()
@@ -147,7 +163,9 @@ impl Agent {
                 .flat_map(|r| r.paths.iter().cloned())
                 .collect(),
             from,
-            messages: self.history.messages()[from..].to_vec(),
+            messages,
+            refs,
+            archived: Some(self.logged_archived),
         };
         self.log(record)?;
         for r in applied {

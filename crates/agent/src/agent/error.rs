@@ -2,7 +2,7 @@
 
 use crate::session::SessionFileError;
 use std::path::PathBuf;
-use whittle_context::ValidationError;
+use whittle_context::{StoreError, ValidationError};
 use whittle_llm::LlmError;
 
 /// Why a turn failed.
@@ -41,4 +41,7 @@ pub enum AgentError {
     /// The session log could not be written.
     #[error(transparent)]
     Session(#[from] SessionFileError),
+    /// A tool output could not be saved in the store before it was logged.
+    #[error("could not save a tool output before logging it: {0}")]
+    Store(#[from] StoreError),
 }

@@ -21,6 +21,7 @@ pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
 pub use tool_dispatch::COMPACT_ACK;
 pub use turn::TurnOutcome;
+
 pub use usage::{UsageMeter, UsageTotals};
 
 use crate::hooks::{HookEvent, Hooks};
@@ -29,10 +30,11 @@ use approval::Approvals;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use whittle_context::{
-    CharMeter, Compactor, History, Message, Meter, SessionRecord, Store, TokenMeter,
+    CharMeter, Compactor, History, INTERRUPTED_RESULT, Limits, Message, Meter, SessionRecord,
+    Store, TokenMeter, log_form,
 };
 use whittle_llm::{Provider, ToolSpec};
-use whittle_tools::{PermissionPolicy, TodoItem, ToolContext, ToolRegistry};
+use whittle_tools::{OutputLimits, PermissionPolicy, TodoItem, ToolContext, ToolRegistry};
 
 /// One coding agent session.
 pub struct Agent {
@@ -51,6 +53,24 @@ pub struct Agent {
     /// The transcript of the newest compaction, named when the context
     /// still overflows after it.
     last_transcript: Option<PathBuf>,
+    /// The history's archived mark as the session log last recorded it.
+    logged_archived: usize,
+}
+
+/// Tool results longer than this go into the session log by reference: the
+/// text is saved once in the store, the log line names the file. Short
+/// ones stay in the line, where a file of their own would cost more than it
+/// saves.
+const LOG_INLINE_MAX_CHARS: usize = 1_000;
+
+/// What resuming a session found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resumed {
+    /// Tool calls a crash left unanswered, now answered "interrupted".
+    pub repairs: usize,
+    /// Saved outputs the log refers to that are missing or changed, one
+    /// line each; the history says so where they were.
+    pub problems: Vec<String>,
 }
 
 impl Agent {
@@ -65,10 +85,14 @@ impl Agent {
                 Box::new(m)
             }
         };
-        let compactor = Compactor::new(config.limits.clone(), Store::new(&config.state_dir), meter);
+        let store = Store::new(&config.state_dir);
+        let tool_ctx = ToolContext::new(&config.workspace)
+            .with_store(store.clone())
+            .with_output_limits(output_limits(&config.limits));
+        let compactor = Compactor::new(config.limits.clone(), store, meter);
         Agent {
             provider,
-            tool_ctx: ToolContext::new(&config.workspace),
+            tool_ctx,
             tools,
             policy: PermissionPolicy::new(whittle_tools::PermissionMode::Default),
             approvals: Approvals::new(Box::new(DenyAsks)),
@@ -80,6 +104,7 @@ impl Agent {
             config,
             usage: UsageMeter::default(),
             last_transcript: None,
+            logged_archived: 0,
         }
     }
 
@@ -111,16 +136,22 @@ impl Agent {
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");
         let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?;
+        self.compactor.store().name_transcript(writer.id());
         Ok(self.session.insert(writer).path())
     }
 
     /// Continues the session logged at `path`: its history (with tool calls
-    /// a crash left unanswered given an "interrupted" result), its active
-    /// request, and further records appended to the same log.
-    pub fn resume_session(&mut self, path: &Path) -> Result<usize, AgentError> {
+    /// a crash left unanswered given an "interrupted" result, naming what
+    /// they had printed so far), its active request, its transcript, and
+    /// further records appended to the same log. Saved outputs that have
+    /// gone missing are reported, not fatal.
+    pub fn resume_session(&mut self, path: &Path) -> Result<Resumed, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
+        self.compactor.store().name_transcript(writer.id());
         self.session = Some(writer);
         self.history = History::new(state.history);
+        self.history.set_archived(state.archived);
+        self.logged_archived = self.history.archived();
         self.request = state.request;
         // The log holds all input tokens; the totals keep uncached input apart.
         let [input, output, cache_read, cache_write] = state.usage;
@@ -131,12 +162,44 @@ impl Agent {
             cache_read,
             cache_write,
         });
-        if state.repairs > 0
-            && let Some(repair) = self.history.last().cloned()
-        {
-            self.log(SessionRecord::Message { message: repair })?;
+        if state.repairs > 0 {
+            self.name_partial_outputs();
+            if let Some(repair) = self.history.last().cloned() {
+                self.log_message(&repair)?;
+            }
         }
-        Ok(state.repairs)
+        Ok(Resumed {
+            repairs: state.repairs,
+            problems: state.problems,
+        })
+    }
+
+    /// Points each "interrupted" result of the newest message at the output
+    /// its command had written when the session stopped (a `.partial` file).
+    fn name_partial_outputs(&mut self) {
+        let Some(last) = self.history.len().checked_sub(1) else {
+            return;
+        };
+        for at in self.history.tool_result_refs() {
+            if at.message != last {
+                continue;
+            }
+            let Some(result) = self.history.block(at).and_then(|b| b.as_tool_result()) else {
+                continue;
+            };
+            if result.content_str() != Some(INTERRUPTED_RESULT) {
+                continue;
+            }
+            let partial = self.compactor.store().partial_outputs(&result.tool_use_id);
+            let Some(file) = partial.last() else {
+                continue;
+            };
+            let text = format!(
+                "{INTERRUPTED_RESULT} What it printed before it stopped is in {} (incomplete).",
+                file.display()
+            );
+            self.history.set_tool_result_content(at, text);
+        }
     }
 
     /// The session id, when logging.
@@ -203,11 +266,23 @@ impl Agent {
 
     /// Appends a message to the history and the session log.
     pub(super) fn push(&mut self, message: Message) -> Result<(), AgentError> {
-        self.log(SessionRecord::Message {
-            message: message.clone(),
-        })?;
+        self.log_message(&message)?;
         self.history.push(message);
         Ok(())
+    }
+
+    /// Logs a message, long tool results by reference (saved first).
+    fn log_message(&mut self, message: &Message) -> Result<(), AgentError> {
+        if self.session.is_none() {
+            return Ok(());
+        }
+        let (mut logged, refs) = log_form(
+            std::slice::from_ref(message),
+            self.compactor.store(),
+            LOG_INLINE_MAX_CHARS,
+        )?;
+        let message = logged.pop().unwrap_or_else(|| message.clone());
+        self.log(SessionRecord::Message { message, refs })
     }
 
     /// Appends a record to the session log, when logging.
@@ -216,6 +291,18 @@ impl Agent {
             s.append(&record)?;
         }
         Ok(())
+    }
+}
+
+/// How tools keep big outputs, from the pipeline's limits: an output the
+/// pipeline would persist on arrival is saved while it streams instead.
+fn output_limits(limits: &Limits) -> OutputLimits {
+    OutputLimits {
+        inline_max_bytes: limits
+            .persist_results_above
+            .unwrap_or(limits.large_result_chars),
+        preview_chars: limits.preview_chars,
+        ..OutputLimits::default()
     }
 }
 

@@ -132,8 +132,10 @@ impl Agent {
                 }
             }
         }
+        // Outputs the tool saves are named after the call.
+        let call_ctx = tool_ctx.clone().with_call_id(&call.id);
         tokio::select! {
-            out = tool.run(call.input.clone(), tool_ctx) => out,
+            out = tool.run(call.input.clone(), &call_ctx) => out,
             _ = cancel.cancelled() => ToolOutput::error("[cancelled by the user]"),
         }
     }

@@ -17,6 +17,7 @@ mod overflow;
 mod permissions;
 mod replay;
 mod sessions;
+mod storage;
 mod terminal;
 mod trust;
 

@@ -9,7 +9,7 @@
 
 use super::Ctx;
 use super::report::{Outcome, Step, StepReport, Trigger};
-use super::tidy::fit_results_to;
+use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::message::Message;
@@ -42,8 +42,8 @@ pub(super) struct PendingSummary {
     input: InputForm,
     /// Whether the one retry after "input too long" has been used.
     retried: bool,
-    /// The transcript of `..end`, written before asking, so nothing is lost
-    /// whatever the summary says.
+    /// The transcript holding `..end` (and everything archived before),
+    /// written before asking, so nothing is lost whatever the summary says.
     transcript: PathBuf,
     report: StepReport,
 }
@@ -74,7 +74,7 @@ enum InputForm {
 /// reference data, and the transcript's path; not applied if that message
 /// would not be smaller than the history.
 pub(super) fn start_compact_history(
-    history: &History,
+    history: &mut History,
     cx: &Ctx,
     request: &str,
     focus: Option<&str>,
@@ -87,12 +87,13 @@ pub(super) fn start_compact_history(
         return StepProgress::Done(report);
     }
     let in_place = before <= cx.limits.summarize_in_place_up_to;
+    let end = history.len();
     PendingSummary::start(
         SummaryStep::CompactHistory,
         report,
         request,
         focus,
-        history.messages(),
+        (history, end),
         in_place,
         cx,
     )
@@ -126,7 +127,7 @@ pub(super) fn start_reactive_compact(
             report,
             request,
             None,
-            &messages[..tail_start],
+            (history, tail_start),
             false,
             cx,
         );
@@ -135,25 +136,26 @@ pub(super) fn start_reactive_compact(
 }
 
 impl PendingSummary {
-    /// Writes the transcript of `messages` (the history's first
-    /// `messages.len()`) and prepares the first summary input; a failed
-    /// write ends the step, leaving the history as it was.
+    /// Appends the history's first `end` messages to the transcript (those
+    /// not there yet) and prepares the first summary input; a failed write
+    /// ends the step, leaving the history as it was.
     fn start(
         step: SummaryStep,
         mut report: StepReport,
         request: &str,
         focus: Option<&str>,
-        messages: &[Message],
+        (history, end): (&mut History, usize),
         in_place: bool,
         cx: &Ctx,
     ) -> StepProgress {
-        let transcript = match cx.store.write_transcript(messages) {
-            Ok(path) => path,
+        let transcript = match archive_through(history, cx, end) {
+            Ok(span) => span.path,
             Err(e) => {
                 report.outcome = Outcome::Failed(e.into());
                 return StepProgress::Done(report);
             }
         };
+        let messages = &history.messages()[..end];
         report.paths.push(transcript.clone());
         let input = if in_place {
             InputForm::InPlace

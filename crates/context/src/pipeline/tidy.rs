@@ -4,11 +4,13 @@ use super::Ctx;
 use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::markers::{
-    archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path, saved_placeholder,
+    Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path,
+    saved_placeholder,
 };
 use crate::message::{Block, Role};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::store::Store;
+use crate::store::{ArchivedSpan, StoreError};
 use std::path::PathBuf;
 
 /// Step 1. If the newest user message's tool_results together exceed the
@@ -78,9 +80,12 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
 }
 
 /// Step 2. Above `max_messages`, keeps the first `snip_keep_head` and the last
-/// `snip_keep_tail` messages (cut points moved so no pair is split), writes
-/// the whole history to a transcript first, and puts an archive marker where
-/// the middle was. A middle that is only an earlier marker is left alone.
+/// `snip_keep_tail` messages (cut points moved so no pair is split), and puts
+/// an archive marker where the middle was, naming the transcript lines that
+/// hold it. Everything up to the cut that is not in the transcript yet is
+/// appended first (the head too, the first time, so the transcript reads in
+/// order): each snip writes only what it newly archives. A middle that is
+/// only an earlier marker is left alone.
 pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let max = cx.limits.max_messages?;
     if history.len() <= max {
@@ -110,23 +115,42 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
         return Some(report);
     }
-    let transcript = match cx.store.write_transcript(messages) {
-        Ok(p) => p,
+    let archived_before = history.archived();
+    let span = match archive_through(history, cx, tail_start) {
+        Ok(span) => span,
         Err(e) => {
             report.outcome = Outcome::Failed(e.into());
             return Some(report);
         }
     };
+    // The middle's own lines, when this step wrote all of it (a summary that
+    // failed after archiving may have written some of it earlier).
     let count = tail_start - head_end;
+    let lines =
+        (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     history.splice(
         head_end..tail_start,
-        vec![archive_marker(count, &transcript)],
+        vec![archive_marker(count, &span.path, lines)],
     );
-    report.paths.push(transcript);
+    report.paths.push(span.path);
     report.changed = count;
     report.outcome = Outcome::Applied;
     report.after = cx.measure(history);
     Some(report)
+}
+
+/// Appends `history.messages()[archived..end]` to the transcript and moves
+/// the archived mark to `end`: what an archive step writes before it takes
+/// messages out of the context.
+pub(super) fn archive_through(
+    history: &mut History,
+    cx: &Ctx,
+    end: usize,
+) -> Result<ArchivedSpan, StoreError> {
+    let from = history.archived().min(end);
+    let span = cx.store.archive(&history.messages()[from..end])?;
+    history.set_archived(end);
+    Ok(span)
 }
 
 /// Step 3. Only when over the context limit: replaces results the model has
@@ -200,9 +224,9 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
                 .store
                 .persist_tool_result(&result.tool_use_id, &result.full_text())
             {
-                Ok(p) => {
-                    report.paths.push(p.clone());
-                    p
+                Ok(saved) => {
+                    report.paths.push(saved.path.clone());
+                    saved.path
                 }
                 Err(e) => {
                     report.outcome = Outcome::Failed(e.into());
@@ -348,11 +372,11 @@ fn persist_preview(
         }
         None => {
             let full = result.full_text();
-            let p = cx.store.persist_tool_result(&result.tool_use_id, &full)?;
-            (p, full)
+            let saved = cx.store.persist_tool_result(&result.tool_use_id, &full)?;
+            (saved.path, full)
         }
     };
-    let marker = persisted_output(&path, &source, preview_chars);
+    let marker = persisted_output(&path, &Preview::head(&source, preview_chars), None);
     let new_chars = marker.chars().count();
     Ok(history
         .set_tool_result_content(at, marker)

@@ -6,6 +6,10 @@
 //! back, both for resuming (the history as the agent last had it) and for
 //! replay (every message as it first entered the conversation).
 
+mod output_refs;
+
+pub use output_refs::{OutputRef, log_form};
+
 use crate::message::{Block, Content, Message, Role};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -44,8 +48,12 @@ pub enum SessionRecord {
     },
     /// A message appended to the history.
     Message {
-        /// The message.
+        /// The message, with long tool results replaced by markers naming
+        /// the files that hold them (see [`log_form`]).
         message: Message,
+        /// Where the texts taken out of `message` are.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refs: Vec<OutputRef>,
     },
     /// A compaction step changed the history: after it, the history is the
     /// first `from` messages as they were, then `messages`.
@@ -68,8 +76,23 @@ pub enum SessionRecord {
         /// whole history, in logs written before this field).
         #[serde(default)]
         from: usize,
-        /// The history from `from` on, after the step.
+        /// The history from `from` on, after the step, in log form.
         messages: Vec<Message>,
+        /// Where the texts taken out of `messages` are.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refs: Vec<OutputRef>,
+        /// How many leading messages of the history are in the transcript
+        /// after the step (absent in logs written before this field).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archived: Option<usize>,
+    },
+    /// An archive step wrote messages to the transcript without changing
+    /// the history (its summary failed or would not have helped): the first
+    /// `count` messages are in the transcript, so a resumed session does not
+    /// write them again.
+    Archived {
+        /// Leading messages now in the transcript.
+        count: usize,
     },
     /// A compaction step failed (the store could not be written, the
     /// summary call failed) and left the history as it was.
@@ -129,6 +152,11 @@ pub struct SessionState {
     pub usage: [u64; 4],
     /// Model calls (usage records).
     pub calls: u64,
+    /// How many leading messages of `history` are in the transcript already.
+    pub archived: usize,
+    /// Saved outputs the log refers to that are missing or changed, one line
+    /// each, for the person resuming; the history says so where they were.
+    pub problems: Vec<String>,
 }
 
 /// Why a session log could not be read.
@@ -174,6 +202,11 @@ pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
 pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut state = SessionState::default();
+    // Logs live in ROOT/sessions/; the outputs they refer to are under ROOT.
+    let root = path
+        .parent()
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut first = true;
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
@@ -207,11 +240,22 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
             | SessionRecord::ToolRun { .. }
             | SessionRecord::CompactionFailed { .. } => {}
             SessionRecord::Input { text } => state.request = text,
-            SessionRecord::Message { message } => {
+            SessionRecord::Message { message, refs } => {
+                let mut one = [message];
+                output_refs::restore(&mut one, &refs, &root, &mut state.problems);
+                let [message] = one;
                 state.original.push(message.clone());
                 state.history.push(message);
             }
-            SessionRecord::Compaction { from, messages, .. } => {
+            SessionRecord::Archived { count } => state.archived = count,
+            SessionRecord::Compaction {
+                from,
+                mut messages,
+                refs,
+                archived,
+                ..
+            } => {
+                output_refs::restore(&mut messages, &refs, &root, &mut state.problems);
                 if from > state.history.len() {
                     return Err(SessionError::BadLine {
                         path: path.to_path_buf(),
@@ -224,6 +268,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 }
                 state.history.truncate(from);
                 state.history.extend(messages);
+                state.archived = archived.unwrap_or(0);
             }
             SessionRecord::Usage {
                 input_tokens,
@@ -241,7 +286,10 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                     *sum = sum.saturating_add(n);
                 }
             }
-            SessionRecord::Clear => state.history.clear(),
+            SessionRecord::Clear => {
+                state.history.clear();
+                state.archived = 0;
+            }
         }
     }
     if first {
@@ -249,6 +297,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
             path: path.to_path_buf(),
         });
     }
+    state.archived = state.archived.min(state.history.len());
     state.repairs = repair_unanswered(&mut state.history);
     repair_unanswered(&mut state.original);
     Ok(state)
@@ -317,12 +366,14 @@ mod tests {
         });
         text += &line(&SessionRecord::Message {
             message: Message::user("fix it"),
+            refs: Vec::new(),
         });
         text += &line(&SessionRecord::Message {
             message: Message::assistant_blocks(vec![
                 Block::tool_use("a", "bash", json!({"command": "sleep 100"})),
                 Block::tool_use("b", "bash", json!({"command": "ls"})),
             ]),
+            refs: Vec::new(),
         });
         text += "{\"type\":\"tool_run\",\"id\":\"a\",\"na"; // cut by the crash
         let s = parse_session(Path::new("x.jsonl"), &text).unwrap();
@@ -351,7 +402,10 @@ mod tests {
             Message::assistant("b"),
             Message::user("c"),
         ] {
-            text += &line(&SessionRecord::Message { message: m });
+            text += &line(&SessionRecord::Message {
+                message: m,
+                refs: Vec::new(),
+            });
         }
         text += &line(&SessionRecord::Compaction {
             step: "compact_history".into(),
@@ -362,9 +416,12 @@ mod tests {
             paths: vec![],
             from: 0,
             messages: vec![Message::user("[Compacted] ...")],
+            refs: Vec::new(),
+            archived: None,
         });
         text += &line(&SessionRecord::Message {
             message: Message::assistant("d"),
+            refs: Vec::new(),
         });
         let s = parse_session(Path::new("x"), &text).unwrap();
         assert_eq!(s.history.len(), 2);
@@ -379,6 +436,8 @@ mod tests {
             paths: vec![],
             from: 0,
             messages: vec![Message::user("only")],
+            refs: Vec::new(),
+            archived: None,
         })
         .replace(",\"from\":0", "");
         assert!(!old_style.contains("from"));
@@ -394,6 +453,8 @@ mod tests {
             paths: vec![],
             from: 1,
             messages: vec![Message::assistant("d, shorter")],
+            refs: Vec::new(),
+            archived: None,
         });
         let s = parse_session(Path::new("x"), &(text.clone() + &tail)).unwrap();
         assert_eq!(s.history.len(), 2);

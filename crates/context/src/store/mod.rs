@@ -1,0 +1,509 @@
+//! The on-disk store: persisted tool outputs and transcripts, so that what
+//! compaction takes out of the context can always be read back.
+//!
+//! Every file name derived from an id is sanitized, a path read back out of
+//! a marker is trusted only if it resolves inside the store (a tool output
+//! that merely *looks* like a marker cannot make us skip saving it, nor point
+//! us at a file elsewhere), and each piece of content is written once:
+//! outputs are saved under `tool-results/` (whole, streamed if need be, see
+//! [`OutputWriter`]), and the transcript under `transcripts/` is append-only,
+//! each archived message written once and naming saved outputs rather than
+//! copying them (see [`Store::archive`]).
+
+mod hash;
+mod output;
+mod transcript;
+
+pub use hash::ContentHash;
+pub use output::{CapturedOutput, OutputWriter};
+pub use transcript::ArchivedSpan;
+
+use crate::message::Message;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use transcript::Transcript;
+
+/// Longest file stem derived from an id.
+pub const MAX_STEM_CHARS: usize = 120;
+
+/// What went wrong writing to or reading from the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file could not be written or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A transcript line was not a message.
+    #[error("{path}:{line}: not a message: {reason}")]
+    BadTranscript {
+        /// The transcript file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The parse error.
+        reason: String,
+    },
+    /// Too many different outputs claimed the same id.
+    #[error("{dir}: too many different outputs for id {id:?}")]
+    NameExhausted {
+        /// The directory.
+        dir: PathBuf,
+        /// The id.
+        id: String,
+    },
+}
+
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A tool output saved in the store: where it is, and its size and hash, so
+/// that whoever reads a reference to it later can tell a missing or altered
+/// file from the real one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedOutput {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its content hash.
+    pub hash: ContentHash,
+}
+
+/// Persisted outputs under `ROOT/tool-results/`, the transcript under
+/// `ROOT/transcripts/`. Cheap to clone; clones share the transcript being
+/// appended to and the index of outputs saved so far, so the pipeline and
+/// the tools of one conversation can hold the same store.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+    shared: Arc<Mutex<Shared>>,
+}
+
+/// What the clones of one store share.
+#[derive(Debug)]
+struct Shared {
+    /// Outputs saved through this store, by tool_use id (the newest per id):
+    /// how the transcript knows it may name a file instead of copying text.
+    saved: HashMap<String, SavedOutput>,
+    transcript: Transcript,
+}
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+impl Store {
+    /// A store rooted at `root`; nothing is created until the first write.
+    /// Its transcript gets a fresh name (see [`Store::with_transcript_name`]).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let name = format!(
+            "transcript-{}-{}-{}",
+            now_ms(),
+            std::process::id(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed)
+        );
+        Self::with_transcript_name(root, &name)
+    }
+
+    /// A store rooted at `root` whose transcript is
+    /// `transcripts/NAME.jsonl`: a session names it after itself, so that a
+    /// resumed session appends to the same file and one file holds the
+    /// whole archived conversation.
+    pub fn with_transcript_name(root: impl Into<PathBuf>, name: &str) -> Self {
+        let root = root.into();
+        let transcript = Transcript::new(transcript_file(&root, name));
+        Store {
+            root,
+            shared: Arc::new(Mutex::new(Shared {
+                saved: HashMap::new(),
+                transcript,
+            })),
+        }
+    }
+
+    /// From now on this store (and its clones) appends to
+    /// `transcripts/NAME.jsonl`: a harness names the transcript after its
+    /// session once the session has an id.
+    pub fn name_transcript(&self, name: &str) {
+        self.lock().transcript = Transcript::new(transcript_file(&self.root, name));
+    }
+
+    /// The directory everything is saved under, so a harness can say where
+    /// a session's outputs went.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where persisted tool outputs go.
+    pub fn tool_results_dir(&self) -> PathBuf {
+        self.root.join("tool-results")
+    }
+
+    /// Where transcripts go.
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.root.join("transcripts")
+    }
+
+    /// This store's transcript (it may not exist yet).
+    pub fn transcript_path(&self) -> PathBuf {
+        self.lock().transcript.path().to_path_buf()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // Nothing panics while holding the lock; a poisoned one is still consistent.
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes a tool output in full and returns where it is.
+    ///
+    /// The same id with the same text maps to the same file (so saving twice
+    /// is harmless and costs no second copy); a different text under a
+    /// colliding name gets a suffix.
+    pub fn persist_tool_result(
+        &self,
+        tool_use_id: &str,
+        text: &str,
+    ) -> Result<SavedOutput, StoreError> {
+        let hash = ContentHash::of(text.as_bytes());
+        if let Some(known) = self.saved_output(tool_use_id)
+            && known.hash == hash
+            && known.bytes == text.len() as u64
+            && known.path.is_file()
+        {
+            return Ok(known);
+        }
+        let dir = self.tool_results_dir();
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let stem = sanitize_file_stem(tool_use_id);
+        for n in 0..1000u32 {
+            let path = dir.join(numbered_name(&stem, n, "txt"));
+            match fs::read(&path) {
+                Ok(existing) if existing == text.as_bytes() => {}
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+                }
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+            let saved = SavedOutput {
+                path,
+                bytes: text.len() as u64,
+                hash,
+            };
+            self.remember(tool_use_id, saved.clone());
+            return Ok(saved);
+        }
+        Err(StoreError::NameExhausted {
+            dir,
+            id: tool_use_id.to_string(),
+        })
+    }
+
+    /// Starts saving a tool output as it is produced; see [`OutputWriter`].
+    /// Nothing touches the disk until more than `inline_max_bytes` have
+    /// come; at most `cap_bytes` are saved.
+    pub fn output_writer(
+        &self,
+        tool_use_id: &str,
+        inline_max_bytes: usize,
+        cap_bytes: u64,
+    ) -> OutputWriter {
+        OutputWriter::new(self.clone(), tool_use_id, inline_max_bytes, cap_bytes)
+    }
+
+    /// The output this store saved last for `tool_use_id`, if any.
+    pub fn saved_output(&self, tool_use_id: &str) -> Option<SavedOutput> {
+        self.lock().saved.get(tool_use_id).cloned()
+    }
+
+    /// What this store knows of the saved file at `path` (a canonical path
+    /// inside the store, as [`Store::trusted_path`] gives): its size and
+    /// hash, from memory when this store wrote it, else by reading it.
+    pub fn describe_saved(&self, path: &Path) -> Result<SavedOutput, StoreError> {
+        let known = self
+            .lock()
+            .saved
+            .values()
+            .find(|s| fs::canonicalize(&s.path).is_ok_and(|p| p == path))
+            .cloned();
+        if let Some(known) = known {
+            return Ok(known);
+        }
+        let bytes = fs::read(path).map_err(io_err(path))?;
+        Ok(SavedOutput {
+            path: path.to_path_buf(),
+            bytes: bytes.len() as u64,
+            hash: ContentHash::of(&bytes),
+        })
+    }
+
+    pub(crate) fn remember(&self, tool_use_id: &str, saved: SavedOutput) {
+        self.lock().saved.insert(tool_use_id.to_string(), saved);
+    }
+
+    /// A free path for a new output file of `tool_use_id`, and the name it
+    /// has while it is being written (`.partial`), so that a crash mid-write
+    /// leaves a file that says it is incomplete.
+    pub(crate) fn reserve_output_path(
+        &self,
+        tool_use_id: &str,
+    ) -> Result<(PathBuf, PathBuf), StoreError> {
+        let dir = self.tool_results_dir();
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let stem = sanitize_file_stem(tool_use_id);
+        for n in 0..1000u32 {
+            let path = dir.join(numbered_name(&stem, n, "txt"));
+            let partial = partial_path(&path);
+            if !path.exists() && !partial.exists() {
+                return Ok((path, partial));
+            }
+        }
+        Err(StoreError::NameExhausted {
+            dir,
+            id: tool_use_id.to_string(),
+        })
+    }
+
+    /// The output files of `tool_use_id` that a crash left half written.
+    pub fn partial_outputs(&self, tool_use_id: &str) -> Vec<PathBuf> {
+        let dir = self.tool_results_dir();
+        let stem = sanitize_file_stem(tool_use_id);
+        (0..1000u32)
+            .map(|n| partial_path(&dir.join(numbered_name(&stem, n, "txt"))))
+            .take_while(|p| p.exists() || p.with_extension("").exists())
+            .filter(|p| p.exists())
+            .collect()
+    }
+
+    /// Appends `messages` to this store's transcript, each once, and says
+    /// which lines hold them. A tool result whose text this store has saved
+    /// is written as a persisted-output marker naming the file, not copied.
+    pub fn archive(&self, messages: &[Message]) -> Result<ArchivedSpan, StoreError> {
+        let mut shared = self.lock();
+        let Shared { saved, transcript } = &mut *shared;
+        transcript.append(messages, saved)
+    }
+
+    /// Reads a transcript back. Lines are messages, except that saved
+    /// outputs appear as their markers; a last line cut by a crash is
+    /// ignored.
+    pub fn read_transcript(path: &Path) -> Result<Vec<Message>, StoreError> {
+        transcript::read(path)
+    }
+
+    /// Reads a persisted output back (the pipeline's one way to read the store).
+    pub fn read_persisted(path: &Path) -> Result<String, StoreError> {
+        fs::read_to_string(path).map_err(io_err(path))
+    }
+
+    /// The canonical form of `candidate` if it names an existing file inside
+    /// this store; `None` for anything else, including paths that escape
+    /// through `..` or symlinks.
+    pub fn trusted_path(&self, candidate: &str) -> Option<PathBuf> {
+        let root = fs::canonicalize(&self.root).ok()?;
+        let path = fs::canonicalize(candidate).ok()?;
+        (path.starts_with(&root) && path.is_file()).then_some(path)
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+fn transcript_file(root: &Path, name: &str) -> PathBuf {
+    root.join("transcripts")
+        .join(format!("{}.jsonl", sanitize_file_stem(name)))
+}
+
+/// `STEM.EXT`, then `STEM-1.EXT`, `STEM-2.EXT`, ... for colliding names.
+fn numbered_name(stem: &str, n: u32, ext: &str) -> String {
+    if n == 0 {
+        format!("{stem}.{ext}")
+    } else {
+        format!("{stem}-{n}.{ext}")
+    }
+}
+
+/// `x.txt` -> `x.txt.partial`.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+/// A file stem made from an id: only `[A-Za-z0-9._-]`, no leading dot, at
+/// most [`MAX_STEM_CHARS`] characters. When the id had to change, a hash of
+/// the original is appended so that distinct ids keep distinct names.
+pub fn sanitize_file_stem(id: &str) -> String {
+    let mut stem: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if stem.starts_with('.') {
+        stem.replace_range(0..1, "_");
+    }
+    let changed = stem != id || stem.is_empty() || stem.len() > MAX_STEM_CHARS;
+    if changed {
+        let hash = format!("-{:016x}", fnv1a(id.as_bytes()));
+        stem.truncate(MAX_STEM_CHARS - hash.len());
+        stem.push_str(&hash);
+    }
+    stem
+}
+
+/// 64-bit FNV-1a: stable across versions and platforms, which file names
+/// derived from ids must be.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one,
+/// never a partial write: a temporary file in the same directory, then rename.
+///
+/// This is the workspace's one atomic-write routine; tools and sessions use it too.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp-{}-{seq}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        drop(file);
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_stay_inside_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("store"));
+        let long = "a".repeat(10_000);
+        let ids = [
+            "../../etc/passwd",
+            "",
+            long.as_str(),
+            "nul\0byte",
+            "ünïcödé/名前",
+            "..",
+            ".",
+            "/abs/path",
+            "C:\\windows",
+            "toolu_01ABC",
+        ];
+        let root = fs::canonicalize(dir.path()).unwrap().join("store");
+        let mut paths = Vec::new();
+        for id in ids {
+            let p = store.persist_tool_result(id, id).unwrap().path;
+            let canon = fs::canonicalize(&p).unwrap();
+            assert!(
+                canon.starts_with(root.join("tool-results")),
+                "{id:?} -> {canon:?}"
+            );
+            let stem = p.file_stem().unwrap().to_str().unwrap();
+            assert!(stem.len() <= MAX_STEM_CHARS);
+            assert!(
+                stem.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            );
+            assert!(!stem.starts_with('.'));
+            assert_eq!(fs::read_to_string(&p).unwrap(), id);
+            paths.push(p);
+        }
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), ids.len(), "distinct ids keep distinct files");
+        assert_eq!(
+            store.trusted_path(paths[0].to_str().unwrap()),
+            Some(fs::canonicalize(&paths[0]).unwrap())
+        );
+    }
+
+    #[test]
+    fn same_id_other_text_gets_a_new_name_same_text_reuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let a = store.persist_tool_result("t", "one").unwrap();
+        let b = store.persist_tool_result("t", "two").unwrap();
+        let c = store.persist_tool_result("t", "one").unwrap();
+        assert_ne!(a.path, b.path);
+        assert_eq!(a, c);
+        assert_eq!(a.bytes, 3);
+        assert_eq!(a.hash, ContentHash::of(b"one"));
+        assert_eq!(fs::read_to_string(&b.path).unwrap(), "two");
+        // Another store (another process) finds the same file by content.
+        let again = Store::new(dir.path())
+            .persist_tool_result("t", "two")
+            .unwrap();
+        assert_eq!(again, b);
+    }
+
+    #[test]
+    fn paths_outside_are_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("s"));
+        let outside = dir.path().join("secret.txt");
+        fs::write(&outside, "x").unwrap();
+        let inside = store.persist_tool_result("t", "x").unwrap().path;
+        let sneaky = format!("{}/../../secret.txt", inside.parent().unwrap().display());
+        assert_eq!(store.trusted_path(outside.to_str().unwrap()), None);
+        assert_eq!(store.trusted_path(&sneaky), None);
+        assert_eq!(store.trusted_path("/etc/passwd"), None);
+        assert!(store.trusted_path(inside.to_str().unwrap()).is_some());
+    }
+
+    #[test]
+    fn describe_saved_knows_its_own_files_and_reads_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let saved = store.persist_tool_result("t", "hello").unwrap();
+        let canon = fs::canonicalize(&saved.path).unwrap();
+        assert_eq!(store.describe_saved(&canon).unwrap().hash, saved.hash);
+        let other = Store::new(dir.path());
+        let read = other.describe_saved(&canon).unwrap();
+        assert_eq!((read.bytes, read.hash), (saved.bytes, saved.hash));
+    }
+}

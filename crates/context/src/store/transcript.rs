@@ -1,0 +1,237 @@
+//! The transcript: one append-only JSONL file per conversation, a message a
+//! line, each archived message written once.
+//!
+//! Every step that takes messages out of the context appends only those not
+//! archived before, so archiving costs what it removes, never the whole
+//! history again: a long session's transcripts grow linearly, not
+//! quadratically. A tool result whose text the store has already saved is
+//! written as a marker naming that file, so the text exists once on disk.
+
+use super::hash::ContentHash;
+use super::{SavedOutput, StoreError, io_err};
+use crate::markers::{Preview, persisted_output};
+use crate::message::{Block, Content, Message, ToolResult};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Characters of a saved output's preview inside a transcript line: enough
+/// to say what it was; the file holds the rest.
+const TRANSCRIPT_PREVIEW_CHARS: usize = 200;
+
+/// Where an archive step put its messages: lines `first_line..=last_line`
+/// (1-based) of `path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchivedSpan {
+    /// The transcript.
+    pub path: PathBuf,
+    /// The line of the first message archived.
+    pub first_line: u64,
+    /// The line of the last message archived (`first_line - 1` when none was).
+    pub last_line: u64,
+}
+
+#[derive(Debug)]
+pub(super) struct Transcript {
+    path: PathBuf,
+    open: Option<OpenTranscript>,
+}
+
+#[derive(Debug)]
+struct OpenTranscript {
+    file: File,
+    /// Lines in the file.
+    lines: u64,
+}
+
+impl OpenTranscript {
+    /// Opens (or creates) the file, counts its lines, and drops a last line
+    /// that a crash cut short, so new lines start on a fresh one.
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let mut existing = Vec::new();
+        file.read_to_end(&mut existing).map_err(io_err(path))?;
+        let keep = existing
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        if keep < existing.len() {
+            file.set_len(keep as u64).map_err(io_err(path))?;
+        }
+        let lines = existing[..keep].iter().filter(|b| **b == b'\n').count() as u64;
+        Ok(OpenTranscript { file, lines })
+    }
+}
+
+impl Transcript {
+    pub(super) fn new(path: PathBuf) -> Self {
+        Transcript { path, open: None }
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file, opened on first use.
+    fn open(&mut self) -> Result<&mut OpenTranscript, StoreError> {
+        let open = match self.open.take() {
+            Some(open) => open,
+            None => OpenTranscript::open(&self.path)?,
+        };
+        Ok(self.open.insert(open))
+    }
+
+    pub(super) fn append(
+        &mut self,
+        messages: &[Message],
+        saved: &HashMap<String, SavedOutput>,
+    ) -> Result<ArchivedSpan, StoreError> {
+        let path = self.path.clone();
+        let open = self.open()?;
+        let mut body = Vec::with_capacity(messages.iter().map(|m| m.chars() + 1).sum());
+        for m in messages {
+            let line = naming_saved_outputs(m, saved);
+            serde_json::to_writer(&mut body, line.as_ref().unwrap_or(m))
+                .map_err(|e| io_err(&path)(e.into()))?;
+            body.push(b'\n');
+        }
+        // One write: a crash leaves whole lines and at most one cut one.
+        open.file.write_all(&body).map_err(io_err(&path))?;
+        let first_line = open.lines + 1;
+        open.lines += messages.len() as u64;
+        Ok(ArchivedSpan {
+            path,
+            first_line,
+            last_line: open.lines,
+        })
+    }
+}
+
+/// `m` with the text of every tool result the store saved replaced by a
+/// marker naming the file; `None` when nothing needed replacing.
+fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Option<Message> {
+    let Content::Blocks(blocks) = m.content() else {
+        return None;
+    };
+    let mut replaced: Option<Vec<Block>> = None;
+    for (i, block) in blocks.iter().enumerate() {
+        let Block::ToolResult(r) = block else {
+            continue;
+        };
+        let Some(file) = saved.get(&r.tool_use_id) else {
+            continue;
+        };
+        let text = r.full_text();
+        if file.bytes != text.len() as u64 || file.hash != ContentHash::of(text.as_bytes()) {
+            continue;
+        }
+        let marker = persisted_output(
+            &file.path,
+            &Preview::head(&text, TRANSCRIPT_PREVIEW_CHARS),
+            None,
+        );
+        let blocks = replaced.get_or_insert_with(|| blocks.clone());
+        blocks[i] = Block::ToolResult(ToolResult {
+            content: Some(crate::message::ToolResultContent::Text(marker)),
+            ..r.clone()
+        });
+    }
+    let blocks = replaced?;
+    let (role, _, extra) = m.clone().into_parts();
+    Some(Message::with_extra(role, Content::Blocks(blocks), extra))
+}
+
+/// Reads a transcript back; a last line cut by a crash is ignored.
+pub(super) fn read(path: &Path) -> Result<Vec<Message>, StoreError> {
+    let text = fs::read_to_string(path).map_err(io_err(path))?;
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(m) => out.push(m),
+            Err(_) if i + 1 == lines.len() && !complete => break,
+            Err(e) => {
+                return Err(StoreError::BadTranscript {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::message::{Block, Message};
+    use crate::store::Store;
+
+    #[test]
+    fn appends_once_with_line_numbers_and_survives_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::with_transcript_name(dir.path(), "s1");
+        let a = vec![Message::user("a\nb"), Message::assistant("ü")];
+        let span = store.archive(&a).unwrap();
+        assert_eq!((span.first_line, span.last_line), (1, 2));
+        let b = vec![Message::user("c")];
+        let span = store.archive(&b).unwrap();
+        assert_eq!((span.first_line, span.last_line), (3, 3));
+        assert_eq!(span.path, dir.path().join("transcripts/s1.jsonl"));
+        // A crash cut the next line; a new store (a resumed session) heals it.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&span.path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"role\":\"us").unwrap();
+        let all: Vec<Message> = a.iter().chain(&b).cloned().collect();
+        assert_eq!(Store::read_transcript(&span.path).unwrap(), all);
+        let resumed = Store::with_transcript_name(dir.path(), "s1");
+        let span = resumed.archive(&[Message::assistant("d")]).unwrap();
+        assert_eq!(span.first_line, 4);
+        let read = Store::read_transcript(&span.path).unwrap();
+        assert_eq!(read.len(), 4);
+        assert_eq!(read[3], Message::assistant("d"));
+    }
+
+    #[test]
+    fn saved_outputs_are_named_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let big = "x".repeat(5_000);
+        let saved = store.persist_tool_result("t1", &big).unwrap();
+        let m = Message::user_blocks(vec![
+            Block::tool_result("t1", big.clone(), false),
+            Block::tool_result("t2", "small", false),
+        ]);
+        let span = store.archive(std::slice::from_ref(&m)).unwrap();
+        let text = std::fs::read_to_string(&span.path).unwrap();
+        assert!(text.len() < 1_000, "{}", text.len());
+        assert!(text.contains(&saved.path.display().to_string()));
+        assert!(text.contains("small"));
+        // A result whose text differs from what was saved under its id is copied.
+        let other = Message::user_blocks(vec![Block::tool_result("t1", "changed", false)]);
+        let span = store.archive(&[other]).unwrap();
+        assert_eq!(
+            Store::read_transcript(&span.path).unwrap()[1]
+                .tool_results()
+                .next()
+                .unwrap()
+                .text(),
+            "changed"
+        );
+    }
+}
