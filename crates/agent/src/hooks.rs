@@ -11,9 +11,11 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use whittle_tools::GroupGuard;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use whittle_context::{CapturedOutput, Store};
+use whittle_tools::{GroupGuard, OutputLimits};
 
 /// The points of the loop where hooks run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -162,7 +164,7 @@ impl CommandHook {
     /// Default time limit of a hook command.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-    async fn run(&self, event: &HookEvent, workspace: &Path) -> HookDecision {
+    async fn run(&self, event: &HookEvent, workspace: &Path, store: &Store) -> HookDecision {
         let payload = match serde_json::to_vec(&serde_json::json!({
             "event": event,
             "cwd": workspace,
@@ -195,36 +197,77 @@ impl CommandHook {
         let timeout = self
             .timeout_secs
             .map_or(Self::DEFAULT_TIMEOUT, Duration::from_secs);
-        let finished = tokio::time::timeout(timeout, child.wait_with_output()).await;
+        // stderr may be a block reason the model reads: kept whole, streamed
+        // into the store when big, as a command's output is.
+        let stderr = child.stderr.take();
+        let finished = tokio::time::timeout(timeout, async {
+            let mut writer = store.output_writer(
+                &format!(
+                    "hook-{}-{}",
+                    std::process::id(),
+                    HOOK_RUNS.fetch_add(1, Ordering::Relaxed)
+                ),
+                REASON_INLINE_MAX_BYTES,
+                OutputLimits::default().cap_bytes,
+            );
+            if let Some(mut stderr) = stderr {
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    writer.write(&buf[..n]);
+                }
+            }
+            (child.wait().await, writer.finish())
+        })
+        .await;
         if finished.is_ok() {
             group.disarm();
         }
-        match finished {
-            Err(_) => HookDecision::Warn(format!(
-                "hook `{}` timed out after {}s and was killed",
-                self.command,
-                timeout.as_secs()
-            )),
-            Ok(Err(e)) => HookDecision::Warn(format!("hook `{}`: {e}", self.command)),
-            Ok(Ok(out)) => match out.status.code() {
-                Some(0) => HookDecision::Continue,
-                Some(2) => {
-                    let reason = String::from_utf8_lossy(&out.stderr).trim().to_string();
-                    HookDecision::Block(if reason.is_empty() {
-                        format!("blocked by hook `{}`", self.command)
-                    } else {
-                        reason
-                    })
-                }
-                code => HookDecision::Warn(format!(
-                    "hook `{}` failed (exit {}): {}",
+        let (status, stderr) = match finished {
+            Err(_) => {
+                return HookDecision::Warn(format!(
+                    "hook `{}` timed out after {}s and was killed",
                     self.command,
-                    code.map_or("signal".to_string(), |c| c.to_string()),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )),
-            },
+                    timeout.as_secs()
+                ));
+            }
+            Ok((Err(e), _)) => return HookDecision::Warn(format!("hook `{}`: {e}", self.command)),
+            Ok((Ok(status), stderr)) => (status, stderr),
+        };
+        let said = || stderr_text(stderr);
+        match status.code() {
+            Some(0) => HookDecision::Continue,
+            Some(2) => {
+                let reason = said();
+                HookDecision::Block(if reason.is_empty() {
+                    format!("blocked by hook `{}`", self.command)
+                } else {
+                    reason
+                })
+            }
+            code => HookDecision::Warn(format!(
+                "hook `{}` failed (exit {}): {}",
+                self.command,
+                code.map_or("signal".to_string(), |c| c.to_string()),
+                whittle_context::collapse_whitespace(&said())
+            )),
         }
     }
+}
+
+/// Hook stderr up to this size is the reason as written; a bigger one is
+/// saved whole and the reason is its preview with the file's path.
+const REASON_INLINE_MAX_BYTES: usize = 30_000;
+
+static HOOK_RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// What a hook said on stderr, trimmed: the whole text, or the marker of
+/// the saved file.
+fn stderr_text(captured: CapturedOutput) -> String {
+    let preview = OutputLimits::default().preview_chars;
+    captured.into_text(&[], preview).trim().to_string()
 }
 
 /// Every hook of a session.
@@ -234,6 +277,8 @@ pub struct Hooks {
     commands: Vec<CommandHook>,
     /// When set, only these events run hooks.
     only: Option<&'static [HookKind]>,
+    /// Where a hook's long stderr is saved (the session's store).
+    store: Option<Store>,
 }
 
 impl Hooks {
@@ -245,6 +290,13 @@ impl Hooks {
     /// Adds a Rust hook.
     pub fn add(&mut self, hook: Arc<dyn Hook>) {
         self.callbacks.push(hook);
+    }
+
+    /// Saves long hook output in `store` (the session's own) rather than
+    /// under the workspace's `.whittle`.
+    pub fn with_store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Adds command hooks from the config.
@@ -285,6 +337,10 @@ impl Hooks {
                 HookDecision::Warn(w) => warnings.push(w),
             }
         }
+        let store = self
+            .store
+            .clone()
+            .unwrap_or_else(|| Store::new(workspace.join(".whittle")));
         for hook in &self.commands {
             if hook.event != event.kind() {
                 continue;
@@ -294,7 +350,7 @@ impl Hooks {
             {
                 continue;
             }
-            match hook.run(event, workspace).await {
+            match hook.run(event, workspace, &store).await {
                 HookDecision::Continue => {}
                 HookDecision::Block(reason) => return Some(reason),
                 HookDecision::Warn(w) => warnings.push(w),
@@ -314,6 +370,35 @@ mod tests {
             tool_input: serde_json::json!({"command": "ls"}),
             tool_use_id: "t1".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_long_block_reason_is_saved_whole_and_previewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("state"));
+        let mut hooks = Hooks::new().with_store(store.clone());
+        hooks.add_commands([CommandHook {
+            event: HookKind::PreToolUse,
+            matcher: None,
+            command: "seq 1 100000 >&2; exit 2".into(),
+            timeout_secs: None,
+        }]);
+        let mut warnings = Vec::new();
+        let reason = hooks
+            .run(&pre_tool("bash"), dir.path(), &mut warnings)
+            .await
+            .unwrap();
+        assert!(reason.starts_with("<persisted-output>"), "{reason}");
+        assert!(reason.len() < 4_000);
+        let path = reason
+            .lines()
+            .nth(1)
+            .unwrap()
+            .strip_prefix("Full output: ")
+            .unwrap();
+        let full: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), full);
+        assert!(store.trusted_path(path).is_some());
     }
 
     #[tokio::test]

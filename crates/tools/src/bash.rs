@@ -20,8 +20,7 @@ use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
-use std::path::Path;
-use whittle_context::{CapturedOutput, OutputWriter, Preview, group_digits, persisted_output};
+use whittle_context::OutputWriter;
 
 /// How long to keep reading after the shell exits while a background child
 /// still holds the output pipe open.
@@ -270,87 +269,13 @@ impl BashTool {
             Ending::TimedOut | Ending::Cancelled => true,
         };
         ToolOutput {
-            content: output_text(out.finish(), &notes, ctx.output_limits().preview_chars),
+            content: out
+                .finish()
+                .into_text(&notes, ctx.output_limits().preview_chars),
             is_error,
         }
     }
 }
-
-/// What the model sees of a finished output: the whole text with the notes
-/// after it, or, for a saved output, the persisted-output marker with the
-/// size and notes and a preview of both ends.
-fn output_text(captured: CapturedOutput, notes: &[String], preview_chars: usize) -> String {
-    match captured {
-        CapturedOutput::Inline(bytes) => {
-            let mut text = match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(e) => {
-                    let mut text = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                    if !text.ends_with('\n') {
-                        text.push('\n');
-                    }
-                    text.push_str(NOT_UTF8);
-                    text
-                }
-            };
-            if text.is_empty() {
-                text.push_str("(no output)");
-            }
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(&notes.join("\n"));
-            text
-        }
-        CapturedOutput::Saved {
-            saved,
-            head,
-            tail,
-            total_bytes,
-            lines,
-        } => {
-            let mut note = format!(
-                "Size: {} bytes, {} lines. Read parts with read_file (offset/limit) or search it with grep.",
-                group_digits(total_bytes),
-                group_digits(lines)
-            );
-            if saved.bytes < total_bytes {
-                note.push_str(&format!(
-                    "\n[only the first {} bytes were saved (the per-output limit); the last {} bytes were not, except the end shown below]",
-                    group_digits(saved.bytes),
-                    group_digits(total_bytes - saved.bytes)
-                ));
-            }
-            if std::str::from_utf8(&head).is_err() || std::str::from_utf8(&tail).is_err() {
-                note.push('\n');
-                note.push_str(NOT_UTF8);
-            }
-            for n in notes {
-                note.push('\n');
-                note.push_str(n);
-            }
-            let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
-            persisted_output(&saved.path, &preview, Some(&note))
-        }
-        CapturedOutput::Unsaved {
-            error,
-            head,
-            tail,
-            total_bytes,
-        } => {
-            let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
-            let shown = persisted_output(Path::new("(not saved)"), &preview, None);
-            format!(
-                "[the output ({} bytes) could not be saved: {error}; only its start and end are kept]\n{shown}\n{}",
-                group_digits(total_bytes),
-                notes.join("\n")
-            )
-        }
-    }
-}
-
-/// Said when a command printed bytes that are not UTF-8.
-const NOT_UTF8: &str = "[note: the output was not valid UTF-8; invalid bytes are shown as U+FFFD]";
 
 /// Reads what is left in the pipe until end-of-file or `until`; true when
 /// end-of-file was reached.

@@ -122,7 +122,7 @@ impl Agent {
 
     /// Sets the hooks.
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
+        self.hooks = hooks.with_store(self.compactor.store().clone());
         self
     }
 

@@ -8,9 +8,12 @@
 
 use super::hash::StreamingHash;
 use super::{SavedOutput, Store, StoreError, io_err};
+use crate::markers::{Preview, persisted_output};
+use crate::text::group_digits;
 use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
+use std::path::Path;
 use std::path::PathBuf;
 
 /// Bytes of the start and of the end of a saved output kept for its
@@ -49,6 +52,86 @@ pub enum CapturedOutput {
         total_bytes: u64,
     },
 }
+
+impl CapturedOutput {
+    /// What a model is shown of a finished output, `notes` (exit status and
+    /// the like) after it: the whole text when it was small; else the one
+    /// persisted-output marker, with the size, the notes and both ends, and
+    /// the way to read the rest. Every tool that streams its output into the
+    /// store shows it this way.
+    pub fn into_text(self, notes: &[String], preview_chars: usize) -> String {
+        match self {
+            Self::Inline(bytes) => {
+                let mut text = match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        let mut text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                        if !text.ends_with('\n') {
+                            text.push('\n');
+                        }
+                        text.push_str(NOT_UTF8);
+                        text
+                    }
+                };
+                if text.is_empty() {
+                    text.push_str("(no output)");
+                }
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&notes.join("\n"));
+                text
+            }
+            Self::Saved {
+                saved,
+                head,
+                tail,
+                total_bytes,
+                lines,
+            } => {
+                let mut note = format!(
+                    "Size: {} bytes, {} lines. Read parts with read_file (offset/limit) or search it with grep.",
+                    group_digits(total_bytes),
+                    group_digits(lines)
+                );
+                if saved.bytes < total_bytes {
+                    note.push_str(&format!(
+                        "\n[only the first {} bytes were saved (the per-output limit); the last {} bytes were not, except the end shown below]",
+                        group_digits(saved.bytes),
+                        group_digits(total_bytes - saved.bytes)
+                    ));
+                }
+                if std::str::from_utf8(&head).is_err() || std::str::from_utf8(&tail).is_err() {
+                    note.push('\n');
+                    note.push_str(NOT_UTF8);
+                }
+                for n in notes {
+                    note.push('\n');
+                    note.push_str(n);
+                }
+                let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
+                persisted_output(&saved.path, &preview, Some(&note))
+            }
+            Self::Unsaved {
+                error,
+                head,
+                tail,
+                total_bytes,
+            } => {
+                let preview = Preview::of_ends(&head, &tail, total_bytes, preview_chars);
+                let shown = persisted_output(Path::new("(not saved)"), &preview, None);
+                format!(
+                    "[the output ({} bytes) could not be saved: {error}; only its start and end are kept]\n{shown}\n{}",
+                    group_digits(total_bytes),
+                    notes.join("\n")
+                )
+            }
+        }
+    }
+}
+
+/// Said when an output held bytes that are not UTF-8.
+const NOT_UTF8: &str = "[note: the output was not valid UTF-8; invalid bytes are shown as U+FFFD]";
 
 /// A tool output being saved as it streams; see the module documentation.
 #[derive(Debug)]
