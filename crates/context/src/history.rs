@@ -17,10 +17,23 @@ pub struct History {
     epoch: u64,
     /// Messages `..unchanged` are byte-identical since the last [`History::mark`].
     unchanged: usize,
-    /// Messages `..saved` are unedited since the last [`History::take_edited_from`].
+    /// Messages `..saved` are unedited since the last [`History::take_edited_span`].
     saved: usize,
+    /// The last `kept_tail` messages are, in order, the last messages of the
+    /// history as saved then (edits before them only shifted them).
+    kept_tail: usize,
     /// Messages `..archived` are in the store's transcript already.
     archived: usize,
+}
+
+/// The part of a history that changed since it was last saved: messages
+/// `from..len - keep_last`; see [`History::take_edited_span`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EditedSpan {
+    /// Leading messages left as they were.
+    pub from: usize,
+    /// Trailing messages left as they were (perhaps shifted).
+    pub keep_last: usize,
 }
 
 /// Where a tool_result block sits in a history.
@@ -39,6 +52,7 @@ impl History {
         History {
             unchanged: messages.len(),
             saved: messages.len(),
+            kept_tail: messages.len(),
             messages,
             message_chars,
             epoch: 0,
@@ -113,18 +127,26 @@ impl History {
         if self.saved == self.messages.len() {
             self.saved += 1;
         }
+        self.kept_tail += 1;
         self.message_chars += message.chars();
         self.messages.push(message);
     }
 
-    /// The first message edited (not appended) since the previous call, then
-    /// starts over. A log that saved the history then needs only
-    /// `messages()[from..]` to save it again: compaction that touched only
-    /// the newest result costs one message, not the whole history.
-    pub fn take_edited_from(&mut self) -> usize {
-        let from = self.saved.min(self.messages.len());
-        self.saved = self.messages.len();
-        from
+    /// What changed since the previous call, then starts over: a log that
+    /// saved the history then (and each message appended since) needs only
+    /// `messages()[span.from..len - span.keep_last]` to save it again, the
+    /// messages before and after being as they were. Archiving the middle
+    /// of a long history costs its marker, not the history's tail again.
+    pub fn take_edited_span(&mut self) -> EditedSpan {
+        let len = self.messages.len();
+        let from = self.saved.min(len);
+        let span = EditedSpan {
+            from,
+            keep_last: self.kept_tail.min(len - from),
+        };
+        self.saved = len;
+        self.kept_tail = len;
+        span
     }
 
     /// Removes and returns the newest message.
@@ -134,6 +156,7 @@ impl History {
         self.epoch += 1;
         self.unchanged = self.unchanged.min(self.messages.len());
         self.saved = self.saved.min(self.messages.len());
+        self.kept_tail = 0;
         self.archived = self.archived.min(self.messages.len());
         Some(m)
     }
@@ -147,6 +170,7 @@ impl History {
         self.epoch += 1;
         self.unchanged = self.unchanged.min(at.message);
         self.saved = self.saved.min(at.message);
+        self.kept_tail = self.kept_tail.min(self.messages.len() - 1 - at.message);
         Some(old)
     }
 
@@ -167,7 +191,8 @@ impl History {
     /// # Panics
     /// Never: an out-of-bounds range is clamped to the history.
     pub fn splice(&mut self, range: Range<usize>, replacement: Vec<Message>) {
-        let end = range.end.min(self.messages.len());
+        let old_len = self.messages.len();
+        let end = range.end.min(old_len);
         let start = range.start.min(end);
         let added: usize = replacement.iter().map(Message::chars).sum();
         let removed: usize = self
@@ -179,6 +204,7 @@ impl History {
         self.epoch += 1;
         self.unchanged = self.unchanged.min(start);
         self.saved = self.saved.min(start);
+        self.kept_tail = self.kept_tail.min(old_len - end);
         // The replacement is new: only what precedes it stays archived.
         self.archived = self.archived.min(start);
     }
@@ -260,19 +286,43 @@ mod tests {
 
     #[test]
     fn edits_since_the_last_save_are_found_and_appends_are_not() {
+        let span = |from, keep_last| EditedSpan { from, keep_last };
         let mut h = History::new(vec![Message::user("a"), Message::assistant("b")]);
-        assert_eq!(h.take_edited_from(), 2, "nothing edited");
+        assert_eq!(h.take_edited_span(), span(2, 0), "nothing edited");
         h.push(Message::user("c"));
         h.push(Message::assistant("d"));
-        assert_eq!(h.take_edited_from(), 4, "appends are saved by their writer");
+        assert_eq!(
+            h.take_edited_span(),
+            span(4, 0),
+            "appends are saved by their writer"
+        );
         h.push(Message::user("e"));
         h.splice(3..4, vec![Message::assistant("D")]);
         h.push(Message::assistant("f"));
-        assert_eq!(h.take_edited_from(), 3);
-        assert_eq!(h.take_edited_from(), 6);
+        assert_eq!(h.take_edited_span(), span(3, 2), "e and f are as logged");
+        assert_eq!(h.take_edited_span(), span(6, 0));
         h.pop();
         h.pop();
-        assert_eq!(h.take_edited_from(), 4);
+        assert_eq!(h.take_edited_span(), span(4, 0));
+        // A middle taken out: the head and the shifted tail are kept.
+        let mut h = History::new((0..10).map(|i| Message::user(format!("m{i}"))).collect());
+        h.splice(3..7, vec![Message::user("[marker]")]);
+        assert_eq!(h.take_edited_span(), span(3, 3));
+        let block = Message::user_blocks(vec![Block::tool_result("t", "x", false)]);
+        let mut h = History::new(vec![
+            Message::user("a"),
+            block.clone(),
+            block,
+            Message::user("z"),
+        ]);
+        h.set_tool_result_content(
+            BlockRef {
+                message: 1,
+                block: 0,
+            },
+            "y".into(),
+        );
+        assert_eq!(h.take_edited_span(), span(1, 2));
     }
 
     #[test]

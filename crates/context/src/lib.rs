@@ -66,7 +66,7 @@ mod text;
 pub mod tool_names;
 mod validate;
 
-pub use history::{BlockRef, History};
+pub use history::{BlockRef, EditedSpan, History};
 pub use limits::{Limits, TokenBudget};
 pub use markers::{
     COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output, saved_path,

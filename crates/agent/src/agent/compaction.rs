@@ -133,10 +133,11 @@ impl Agent {
             }
             return Ok(());
         };
-        let from = self.history.take_edited_from();
+        let span = self.history.take_edited_span();
+        let changed = span.from..self.history.len() - span.keep_last;
         let (messages, refs) = if self.session.is_some() {
             log_form(
-                &self.history.messages()[from..],
+                &self.history.messages()[changed],
                 self.compactor.store(),
                 LOG_INLINE_MAX_CHARS,
             )?
@@ -162,7 +163,8 @@ impl Agent {
                 .iter()
                 .flat_map(|r| r.paths.iter().cloned())
                 .collect(),
-            from,
+            from: span.from,
+            keep_last: span.keep_last,
             messages,
             refs,
             archived: Some(self.logged_archived),

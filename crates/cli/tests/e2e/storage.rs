@@ -3,9 +3,11 @@
 
 use crate::{Harness, assert_success, stderr, tool_result, walk};
 use serde_json::json;
+use std::collections::VecDeque;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use testkit::{Reply, content_text};
+use testkit::{Reply, Step, content_text};
 
 /// `Full output: PATH` of a persisted-output marker.
 fn full_output_path(text: &str) -> String {
@@ -145,5 +147,76 @@ fn killed_while_a_big_output_streams_the_session_resumes_with_the_partial_file()
     assert!(partial.exists());
     let bytes = std::fs::read(&partial).unwrap();
     assert!(bytes.iter().all(|b| *b == b'x'));
+    h.assert_clean();
+}
+
+#[test]
+fn a_long_session_keeps_one_copy_of_its_tool_outputs() {
+    // Forty outputs of mixed sizes, as in recorded sessions (mostly small,
+    // some large), under the teaching limits so that results are persisted,
+    // snipped and summarized along the way.
+    let h = Harness::new();
+    let sizes = [
+        180, 2_400, 650, 14_000, 90, 5_200, 31_000, 1_100, 420, 8_800, 60_000, 2_000, 300, 12_500,
+        700, 45_000, 3_300, 150, 9_900, 1_600,
+    ];
+    let mut total = 0u64;
+    let mut script = VecDeque::new();
+    for round in 0..2 {
+        for (i, size) in sizes.iter().enumerate() {
+            let name = format!("out{round}_{i}.txt");
+            let line = format!("{name} {}\n", "y".repeat(60));
+            let text: String = line.repeat(size / line.len() + 1);
+            std::fs::write(h.ws().join(&name), &text).unwrap();
+            total += text.len() as u64;
+            script.push_back(Reply::tool_use(
+                format!("c{round}_{i}"),
+                "bash",
+                json!({"command": format!("cat {name}")}),
+            ));
+        }
+    }
+    script.push_back(Reply::text("Read them all."));
+    // Summary requests come in between; they get a stand-in summary and
+    // leave the script where it was.
+    let script = Arc::new(Mutex::new(script));
+    for _ in 0..120 {
+        let script = script.clone();
+        h.server.push_fn(move |r| {
+            let body = r.body.to_string();
+            if body.contains("Summary request from the harness")
+                || body.contains("factual state summaries")
+            {
+                return Step::Reply(Reply::text("Summary: files read so far; keep reading."));
+            }
+            let next = script.lock().unwrap().pop_front();
+            Step::Reply(next.unwrap_or_else(|| Reply::text("Nothing left.")))
+        });
+    }
+    let out = h.run(&[
+        "--preset",
+        "teaching",
+        "--permission-mode",
+        "yolo",
+        "-p",
+        "read every file",
+    ]);
+    assert_success(&out);
+    let under = state_bytes(&h);
+    for p in walk(&h.state()) {
+        eprintln!(
+            "DEBUG {} {}",
+            std::fs::metadata(&p).unwrap().len(),
+            p.display()
+        );
+    }
+    eprintln!(
+        "{total} bytes of tool output, {under} bytes under .whittle ({:.2}x)",
+        under as f64 / total as f64
+    );
+    assert!(
+        under <= total * 11 / 10 + 64 * 1024,
+        "{under} bytes under .whittle for {total} bytes of output"
+    );
     h.assert_clean();
 }

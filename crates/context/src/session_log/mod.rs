@@ -76,7 +76,12 @@ pub enum SessionRecord {
         /// whole history, in logs written before this field).
         #[serde(default)]
         from: usize,
-        /// The history from `from` on, after the step, in log form.
+        /// How many trailing messages the step left as they were, perhaps
+        /// shifted (0 in logs written before this field).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        keep_last: usize,
+        /// The history between the kept head and tail, after the step, in
+        /// log form.
         messages: Vec<Message>,
         /// Where the texts taken out of `messages` are.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -189,6 +194,10 @@ pub enum SessionError {
     },
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Reads a session log. A last line cut by a crash is ignored.
 pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
     let text = fs::read_to_string(path).map_err(|source| SessionError::Io {
@@ -250,6 +259,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
             SessionRecord::Archived { count } => state.archived = count,
             SessionRecord::Compaction {
                 from,
+                keep_last,
                 mut messages,
                 refs,
                 archived,
@@ -266,8 +276,20 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                         ),
                     });
                 }
+                if keep_last > state.history.len() - from {
+                    return Err(SessionError::BadLine {
+                        path: path.to_path_buf(),
+                        line: i + 1,
+                        reason: format!(
+                            "a compaction keeps {from} leading and {keep_last} trailing messages of {}",
+                            state.history.len()
+                        ),
+                    });
+                }
+                let tail = state.history.split_off(state.history.len() - keep_last);
                 state.history.truncate(from);
                 state.history.extend(messages);
+                state.history.extend(tail);
                 state.archived = archived.unwrap_or(0);
             }
             SessionRecord::Usage {
@@ -415,6 +437,7 @@ mod tests {
             unit: "tokens".into(),
             paths: vec![],
             from: 0,
+            keep_last: 0,
             messages: vec![Message::user("[Compacted] ...")],
             refs: Vec::new(),
             archived: None,
@@ -435,6 +458,7 @@ mod tests {
             unit: "tokens".into(),
             paths: vec![],
             from: 0,
+            keep_last: 0,
             messages: vec![Message::user("only")],
             refs: Vec::new(),
             archived: None,
@@ -452,6 +476,7 @@ mod tests {
             unit: "tokens".into(),
             paths: vec![],
             from: 1,
+            keep_last: 0,
             messages: vec![Message::assistant("d, shorter")],
             refs: Vec::new(),
             archived: None,
