@@ -2,7 +2,8 @@
 //! conversation under a folder: whether its cost stays flat as a session
 //! grows. `cargo run --release -p whittle-replay --example pipeline_per_call
 //! -- POLICY PATH` prints `call<TAB>microseconds` lines, then a summary by
-//! tenths of the session.
+//! tenths of the session, then the median per call over every conversation
+//! under the folder.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;
@@ -15,10 +16,13 @@ fn main() {
         .and_then(|p| Policy::parse(&p))
         .unwrap_or(Policy::Teaching);
     let root = PathBuf::from(args.next().unwrap_or_else(|| "../shared/traces".into()));
-    let longest = import_tree(&root)
+    let all: Vec<_> = import_tree(&root)
         .into_iter()
         .filter_map(|f| f.result.ok())
         .flatten()
+        .collect();
+    let longest = all
+        .iter()
         .max_by_key(|c| c.messages.len())
         .expect("no conversation under the folder");
     let config = ReplayConfig::for_window(32_000);
@@ -64,4 +68,27 @@ fn main() {
             sorted[sorted.len() / 2]
         );
     }
+    let mut every: Vec<u64> = Vec::new();
+    for c in &all {
+        let dir = tempfile::tempdir().unwrap();
+        let r = replay_conversation(
+            &c.id,
+            &c.messages,
+            c.system.as_deref(),
+            policy,
+            &config,
+            &mut StandInSummarizer::default(),
+            dir.path(),
+        );
+        every.extend(r.pipeline_us_by_call);
+    }
+    every.sort_unstable();
+    eprintln!(
+        "all {} conversations, {} calls: median {} us, p90 {} us, total {} ms",
+        all.len(),
+        every.len(),
+        every[every.len() / 2],
+        every[every.len() * 9 / 10],
+        every.iter().sum::<u64>() / 1000
+    );
 }
