@@ -34,6 +34,7 @@ pub mod meter;
 pub mod pairs;
 pub mod pipeline;
 pub mod recovery;
+mod redact;
 pub mod replay;
 pub mod session_log;
 pub mod store;
@@ -51,6 +52,7 @@ pub use pipeline::{
     Compactor, Ctx, Outcome, PrepareOutcome, Step, StepReport, Trigger, compact_history,
     fit_tool_results, micro_compact, reactive_compact, snip_compact, tool_result_budget,
 };
+pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
 pub use store::{Store, StoreError, write_atomic};
 pub use summarize::{SummarizeError, Summarizer};
 pub use validate::{ValidationError, validate};
