@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::todo::TodoStore;
+use whittle_sandbox::Sandbox;
 
 /// What a tool hands back to the model: text, and whether it describes a failure.
 ///
@@ -50,17 +51,30 @@ pub struct ToolContext {
     workspace: PathBuf,
     cancel: CancellationToken,
     todos: TodoStore,
+    sandbox: Sandbox,
 }
 
 impl ToolContext {
-    /// A context rooted at `workspace`, with a fresh cancellation token and
-    /// an empty todo list.
+    /// A context rooted at `workspace`, with a fresh cancellation token, an
+    /// empty todo list and no sandbox.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         Self {
             workspace: workspace.into(),
             cancel: CancellationToken::new(),
             todos: TodoStore::default(),
+            sandbox: Sandbox::none(),
         }
+    }
+
+    /// Runs commands through `sandbox` (the default runs them as they are).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// How commands run: confined, refused, or as they are.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Replaces the cancellation signal; cancelling it stops running tools
