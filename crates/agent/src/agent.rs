@@ -14,13 +14,15 @@ use tokio_util::sync::CancellationToken;
 use whittle_context::replay::Prices;
 use whittle_context::session_log::SessionRecord;
 use whittle_context::{
-    Block, CharMeter, Compactor, History, Limits, Message, Meter, Outcome, StepReport, Store,
-    TokenMeter, ToolUse, ValidationError, validate,
+    Block, CharMeter, Compactor, History, Limits, Message, Meter, Outcome, Redactor, StepReport,
+    Store, TokenMeter, ToolUse, ValidationError, validate,
 };
 use whittle_llm::{
     Collector, LlmError, ModelRequest, Provider, Reasoning, StreamEvent, ToolSpec, Usage,
 };
-use whittle_tools::{Decision, PermissionPolicy, TodoItem, ToolContext, ToolOutput, ToolRegistry};
+use whittle_tools::{
+    Decision, PermissionPolicy, Sandbox, TodoItem, ToolContext, ToolOutput, ToolRegistry,
+};
 
 /// The result the `compact` tool gives; the harness summarizes after the batch.
 pub const COMPACT_ACK: &str = "[Compaction requested. This completed turn will be summarized.]";
@@ -60,6 +62,10 @@ pub struct AgentConfig {
     /// Thinking and effort, sent with every call of the conversation
     /// (summaries of it included, so they share its cached prefix).
     pub reasoning: Reasoning,
+    /// How commands run (subagents share it).
+    pub sandbox: Sandbox,
+    /// Known secret values, replaced in tool results and the session log.
+    pub redactor: Redactor,
 }
 
 /// Something that happened, for the person watching.
@@ -328,7 +334,7 @@ impl Agent {
         let compactor = Compactor::new(config.limits.clone(), Store::new(&config.state_dir), meter);
         Agent {
             provider,
-            tool_ctx: ToolContext::new(&config.workspace),
+            tool_ctx: ToolContext::new(&config.workspace).with_sandbox(config.sandbox.clone()),
             tools,
             policy: PermissionPolicy::new(whittle_tools::PermissionMode::Default),
             approver: Box::new(DenyAsks),
@@ -372,7 +378,8 @@ impl Agent {
     /// Starts logging to a new session in `.whittle/sessions/`.
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");
-        let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?;
+        let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?
+            .redacting(self.config.redactor.clone());
         Ok(self.session.insert(writer).path())
     }
 
@@ -381,7 +388,7 @@ impl Agent {
     /// request, and further records appended to the same log.
     pub fn resume_session(&mut self, path: &Path) -> Result<usize, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
-        self.session = Some(writer);
+        self.session = Some(writer.redacting(self.config.redactor.clone()));
         self.history = History::new(state.history);
         self.request = state.request;
         // The log holds all input tokens; the totals keep uncached input apart.
@@ -853,6 +860,9 @@ impl Agent {
             } else {
                 self.run_one_tool(call, tool_ctx, sink, cancel).await
             };
+            if let std::borrow::Cow::Owned(clean) = self.config.redactor.redact(&output.content) {
+                output.content = clean;
+            }
             let post = HookEvent::PostToolUse {
                 tool_name: call.name.clone(),
                 tool_input: call.input.clone(),

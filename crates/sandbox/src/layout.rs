@@ -264,15 +264,20 @@ fn add_following_link(p: &mut Policy, root: &Path) {
 }
 
 /// `.git/hooks` and `.git/config` of the workspace's repository and of
-/// repositories nested a few levels down stay read-only; a worktree's
-/// `.git` file points at folders outside the workspace, which become
-/// writable so that git works, less their hooks and config.
+/// repositories nested a few levels down stay read-only (a missing hooks
+/// folder is created first); a worktree's `.git` file points at folders
+/// outside the workspace, which become writable so that git works, less
+/// their hooks and config. A repository a command creates with `git init`
+/// is protected from the next command on.
 fn add_git_islands(p: &mut Policy, workspace: &Path) {
     let mut repos = vec![workspace.to_path_buf()];
     nested_repos(workspace, NESTED_REPO_DEPTH, &mut repos);
     for repo in repos {
         let dot_git = repo.join(".git");
         if dot_git.is_dir() {
+            // A missing hooks folder could be created by a command, hooks
+            // and all: make it now, so that it can be made read-only.
+            let _ = std::fs::create_dir_all(dot_git.join("hooks"));
             p.read_only.extend(
                 [dot_git.join("hooks"), dot_git.join("config")]
                     .iter()
@@ -283,6 +288,7 @@ fn add_git_islands(p: &mut Policy, workspace: &Path) {
                 .ok()
                 .and_then(|c| real(&gitdir.join(c.trim())))
                 .unwrap_or_else(|| gitdir.clone());
+            let _ = std::fs::create_dir_all(common.join("hooks"));
             p.write.push(gitdir.clone());
             p.write.push(common.clone());
             p.read_only.extend(
@@ -438,6 +444,8 @@ mod tests {
         let m = Machine::new();
         let p = m.policy(Level::WorkspaceWrite, &[]);
         assert!(p.allows_write(&m.p("ws/src/lib.rs")));
+        std::fs::remove_dir(m.p("ws/sub/.git/hooks")).unwrap();
+        let p = m.policy(Level::WorkspaceWrite, &[]);
         for island in [".whittle", ".git/hooks", ".git/config", "sub/.git/hooks"] {
             assert!(
                 !p.allows_write(&m.p(&format!("ws/{island}/x"))),

@@ -22,6 +22,7 @@
 //! [`Sandbox`] is what the tools hold to build commands; [`probe`] checks
 //! at start that the kernel can do all this, so whittle can fail closed.
 
+mod check;
 mod confine;
 mod error;
 mod helper;
@@ -32,6 +33,7 @@ mod sandbox;
 mod spawn;
 mod tmp;
 
+pub use check::{Finding, SelfTestError, self_test};
 pub use error::SandboxError;
 pub use helper::{HELPER_FAILED, run_helper_if_asked};
 pub use layout::{Env, Layout, Level};
