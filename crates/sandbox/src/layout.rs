@@ -190,22 +190,34 @@ impl Layout<'_> {
             .collect()
     }
 
-    /// `PATH`'s folders, less those that would open up too much: the root,
-    /// the home folder or a parent of it, the system temp folder, the
-    /// workspace (it has its own rule).
+    /// `PATH`'s folders, and the toolchain folder holding a `bin` or
+    /// `shims` folder on it (`~/.pyenv/shims` runs `~/.pyenv/libexec/...`),
+    /// less those that would open up too much: the root, the home folder or
+    /// a parent of it, the system temp folder, a parent of the workspace.
     fn path_dirs(&self, home: Option<&Path>, workspace: &Path) -> Vec<PathBuf> {
         let temp = real(&std::env::temp_dir());
         let path = (self.env)("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .filter(|d| d.is_absolute())
-            .filter_map(|d| real(&d))
-            .filter(|d| {
-                d.parent().is_some()
-                    && !home.is_some_and(|h| h.starts_with(d))
-                    && temp.as_deref().is_none_or(|t| !d.starts_with(t))
-                    && !workspace.starts_with(d)
-            })
-            .collect()
+        let acceptable = |d: &Path| {
+            d.parent().is_some()
+                && !home.is_some_and(|h| h.starts_with(d))
+                && temp.as_deref().is_none_or(|t| !d.starts_with(t))
+                && !workspace.starts_with(d)
+        };
+        let mut out = Vec::new();
+        for dir in std::env::split_paths(&path).filter(|d| d.is_absolute()) {
+            let Some(dir) = real(&dir) else { continue };
+            let toolchain = dir
+                .file_name()
+                .is_some_and(|n| n == "bin" || n == "shims")
+                .then(|| dir.parent().map(Path::to_path_buf))
+                .flatten();
+            out.extend(
+                std::iter::once(dir)
+                    .chain(toolchain)
+                    .filter(|d| acceptable(d)),
+            );
+        }
+        out
     }
 
     /// The package managers' caches: cargo's registry and git folders,

@@ -10,6 +10,7 @@
 
 mod compaction;
 mod config;
+mod escapes;
 mod experiments;
 mod interrupts;
 mod output;
