@@ -64,6 +64,9 @@ pub fn report(
     let mut out = String::new();
     match sandbox.state() {
         SandboxState::Off => out.push_str("sandbox: off; commands run unconfined\n"),
+        SandboxState::Contained => out.push_str(
+            "sandbox: off; commands run unconfined, in a PID namespace of their own (nothing they start outlives the call)\n",
+        ),
         SandboxState::Refused => out.push_str(&format!(
             "sandbox: unavailable ({}); commands are refused\n",
             sandbox.refusal().unwrap_or_default()

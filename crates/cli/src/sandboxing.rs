@@ -4,9 +4,10 @@
 
 use crate::args::SandboxMode;
 use crate::config::{Env, Settings, user_config_path};
+use std::path::Path;
 use whittle_context::Redactor;
 use whittle_llm::KEY_VARS;
-use whittle_sandbox::{Layout, Level, Sandbox, Support, private_tmp, probe};
+use whittle_sandbox::{Layout, Level, Sandbox, Support, private_tmp, probe, probe_contain};
 use whittle_tools::PermissionMode;
 
 /// What the session runs commands with.
@@ -45,20 +46,20 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
     hidden.extend(settings.sandbox.hide_env.iter().cloned());
     hidden.dedup();
     let redactor = Redactor::new(hidden.iter().filter_map(|v| env(v)));
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find whittle's own binary for the sandbox: {e}"))?;
     let Some(level) = level_of(settings.sandbox.mode, settings.permission_mode) else {
         let why = match settings.sandbox.mode {
             SandboxMode::Auto => "in yolo mode",
             _ => "by request (--sandbox off or [sandbox] mode)",
         };
         return Ok(Confinement {
-            sandbox: Sandbox::off(hidden),
+            sandbox: unconfined(&exe, hidden),
             redactor,
             support: None,
             notice: Some(format!("sandbox: off {why}; commands run unconfined")),
         });
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot find whittle's own binary for the sandbox: {e}"))?;
     let support = match probe(&exe) {
         Ok(s) => s,
         Err(reason) => {
@@ -68,7 +69,7 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
                     "commands are refused; pass --sandbox off to run them unconfined",
                 )
             } else {
-                (Sandbox::off(hidden), "commands run unconfined")
+                (unconfined(&exe, hidden), "commands run unconfined")
             };
             return Ok(Confinement {
                 sandbox,
@@ -105,6 +106,15 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
         support: Some(support),
         notice: None,
     })
+}
+
+/// Unconfined, but contained in a PID namespace of their own when the
+/// kernel allows it, so that nothing they start outlives the call.
+fn unconfined(exe: &Path, hidden: Vec<String>) -> Sandbox {
+    match probe_contain(exe) {
+        Ok(()) => Sandbox::contained(exe.to_path_buf(), hidden),
+        Err(_) => Sandbox::off(hidden),
+    }
 }
 
 #[cfg(test)]

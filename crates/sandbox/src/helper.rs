@@ -18,6 +18,11 @@
 //! With `--probe` instead of `-- ARGV`, stage 2 stops after confining
 //! itself and prints what Landlock enforced: the start-up check that this
 //! kernel can sandbox at all.
+//!
+//! The plan may also be to contain only (`yolo`, `--sandbox off`): a PID
+//! namespace and the death signals, so nothing outlives the call or
+//! whittle, but no other namespace (root needs no user namespace for it),
+//! no mounts, no Landlock.
 
 use crate::confine::{drop_capabilities, restrict};
 use crate::mounts::enter_new_root;
@@ -42,10 +47,20 @@ pub const PROBE_LINE: &str = "whittle-sandbox-probe";
 /// The exit code when the sandbox itself failed (as `env` and `timeout` do).
 pub const HELPER_FAILED: i32 = 125;
 
+/// What the helper does with the command.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Plan {
+    /// Confine it to the policy.
+    Confine(Policy),
+    /// Only keep it (and all it starts) from outliving the call.
+    Contain,
+}
+
 /// What the helper was asked to do, from its arguments.
 struct Call {
     parent: i32,
-    policy: Policy,
+    plan: Plan,
     policy_text: OsString,
     /// None for a probe.
     argv: Option<Vec<OsString>>,
@@ -59,7 +74,7 @@ fn parse(args: &[OsString]) -> Result<Call, String> {
         .to_str()
         .and_then(|p| p.parse().ok())
         .ok_or("the parent's process id is not a number")?;
-    let policy = serde_json::from_slice(policy_text.as_bytes())
+    let plan = serde_json::from_slice(policy_text.as_bytes())
         .map_err(|e| format!("the policy is not valid: {e}"))?;
     let argv = match rest.split_first() {
         Some((flag, argv)) if flag == "--" && !argv.is_empty() => Some(argv.to_vec()),
@@ -68,7 +83,7 @@ fn parse(args: &[OsString]) -> Result<Call, String> {
     };
     Ok(Call {
         parent,
-        policy,
+        plan,
         policy_text: policy_text.clone(),
         argv,
     })
@@ -106,25 +121,39 @@ fn outer(args: &[OsString]) -> i32 {
         return failed("whittle is gone", "not starting the command");
     }
     let (uid, gid) = (getuid(), getgid());
-    let mut flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS;
-    if !call.policy.network {
-        flags |= CloneFlags::CLONE_NEWNET;
-    }
+    let flags = match &call.plan {
+        Plan::Confine(policy) => {
+            let mut f = CloneFlags::CLONE_NEWUSER
+                | CloneFlags::CLONE_NEWNS
+                | CloneFlags::CLONE_NEWPID
+                | CloneFlags::CLONE_NEWIPC
+                | CloneFlags::CLONE_NEWUTS;
+            if !policy.network {
+                f |= CloneFlags::CLONE_NEWNET;
+            }
+            f
+        }
+        // Root may have a PID namespace as it is; anyone else needs a
+        // user namespace for it.
+        Plan::Contain if uid.is_root() => CloneFlags::CLONE_NEWPID,
+        Plan::Contain => CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID,
+    };
     if let Err(e) = unshare(flags) {
         return failed(
             "cannot create namespaces (user namespaces may be disabled)",
             e,
         );
     }
-    for (file, text) in [
-        ("/proc/self/setgroups", "deny".to_string()),
-        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-    ] {
+    let maps = if flags.contains(CloneFlags::CLONE_NEWUSER) {
+        vec![
+            ("/proc/self/setgroups", "deny".to_string()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ]
+    } else {
+        Vec::new()
+    };
+    for (file, text) in maps {
         if let Err(e) = std::fs::write(file, text) {
             return failed(&format!("cannot write {file}"), e);
         }
@@ -169,22 +198,18 @@ fn init(args: &[OsString]) -> i32 {
     if parent_on_the_machine() != Some(call.parent) {
         return failed("whittle is gone", "not starting the command");
     }
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => return failed("cannot read the working folder", e),
+    let enforced = match &call.plan {
+        Plan::Confine(policy) => match confine_self(policy) {
+            Ok(e) => Some(e),
+            Err(code) => return code,
+        },
+        Plan::Contain => None,
     };
-    if let Err(e) = enter_new_root(&call.policy, &cwd) {
-        return failed("cannot build the sandbox's file system", e);
-    }
-    let enforced = match restrict(&call.policy) {
-        Ok(e) => e,
-        Err(e) => return failed("cannot confine the command", e),
-    };
-    if let Err(e) = drop_capabilities() {
-        return failed("cannot confine the command", e);
-    }
     let Some(argv) = call.argv else {
-        println!("{PROBE_LINE} abi={} full={}", enforced.abi, enforced.fully);
+        match enforced {
+            Some(e) => println!("{PROBE_LINE} abi={} full={}", e.abi, e.fully),
+            None => println!("{PROBE_LINE} contain"),
+        }
         return 0;
     };
     match spawn_command(&argv) {
@@ -194,6 +219,16 @@ fn init(args: &[OsString]) -> i32 {
             127
         }
     }
+}
+
+/// The new root, Landlock, no capabilities; the exit code on failure.
+fn confine_self(policy: &Policy) -> Result<crate::confine::Enforced, i32> {
+    let cwd = std::env::current_dir().map_err(|e| failed("cannot read the working folder", e))?;
+    enter_new_root(policy, &cwd)
+        .map_err(|e| failed("cannot build the sandbox's file system", e))?;
+    let enforced = restrict(policy).map_err(|e| failed("cannot confine the command", e))?;
+    drop_capabilities().map_err(|e| failed("cannot confine the command", e))?;
+    Ok(enforced)
 }
 
 #[cfg(test)]
@@ -206,10 +241,15 @@ mod tests {
 
     #[test]
     fn arguments_are_parsed_or_refused_in_one_line() {
-        let call = parse(&os(&["12", "{}", "--", "bash", "-c", "true"])).unwrap();
+        let call = parse(&os(&["12", "{\"confine\":{}}", "--", "bash", "-c", "true"])).unwrap();
         assert_eq!(call.parent, 12);
         assert_eq!(call.argv.unwrap(), os(&["bash", "-c", "true"]));
-        assert!(parse(&os(&["12", "{}", "--probe"])).unwrap().argv.is_none());
+        assert!(
+            parse(&os(&["12", "\"contain\"", "--probe"]))
+                .unwrap()
+                .argv
+                .is_none()
+        );
         for bad in [
             &["x", "{}", "--", "true"][..],
             &["12", "{", "--", "true"],

@@ -38,5 +38,5 @@ pub use error::SandboxError;
 pub use helper::{HELPER_FAILED, run_helper_if_asked};
 pub use layout::{Env, Layout, Level};
 pub use policy::Policy;
-pub use sandbox::{Sandbox, SandboxState, Support, probe};
+pub use sandbox::{Sandbox, SandboxState, Support, probe, probe_contain};
 pub use tmp::private_tmp;

@@ -1,7 +1,7 @@
 //! [`Sandbox`]: what the tools hold to start a command, confined or not.
 
 use crate::error::SandboxError;
-use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE};
+use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
 use crate::policy::Policy;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,9 @@ struct Inner {
 #[derive(Debug)]
 enum Mode {
     Off,
+    Contained {
+        helper: PathBuf,
+    },
     Confined {
         helper: PathBuf,
         policy: Policy,
@@ -41,6 +44,9 @@ enum Mode {
 pub enum SandboxState {
     /// Commands run as they are.
     Off,
+    /// Commands run unconfined, but in a PID namespace of their own: what
+    /// they start ends with them, and with whittle.
+    Contained,
     /// Commands run confined.
     Confined,
     /// Commands are refused: the kernel cannot confine them.
@@ -75,7 +81,7 @@ impl Sandbox {
         tmp: Option<tempfile::TempDir>,
         hidden_env: Vec<String>,
     ) -> Result<Sandbox, SandboxError> {
-        let policy_text = serde_json::to_string(&policy)?;
+        let policy_text = serde_json::to_string(&Plan::Confine(policy.clone()))?;
         Ok(Sandbox::with(
             Mode::Confined {
                 helper,
@@ -85,6 +91,13 @@ impl Sandbox {
             },
             hidden_env,
         ))
+    }
+
+    /// No confinement, but commands run through `helper` in a PID
+    /// namespace of their own, so nothing they start outlives the call or
+    /// whittle; they do not inherit `hidden_env`.
+    pub fn contained(helper: PathBuf, hidden_env: Vec<String>) -> Sandbox {
+        Sandbox::with(Mode::Contained { helper }, hidden_env)
     }
 
     /// Every command is refused with `reason` (the kernel cannot confine).
@@ -107,6 +120,7 @@ impl Sandbox {
     pub fn state(&self) -> SandboxState {
         match self.inner.mode {
             Mode::Off => SandboxState::Off,
+            Mode::Contained { .. } => SandboxState::Contained,
             Mode::Confined { .. } => SandboxState::Confined,
             Mode::Refused { .. } => SandboxState::Refused,
         }
@@ -116,7 +130,7 @@ impl Sandbox {
     pub fn policy(&self) -> Option<&Policy> {
         match &self.inner.mode {
             Mode::Confined { policy, .. } => Some(policy),
-            Mode::Off | Mode::Refused { .. } => None,
+            Mode::Off | Mode::Contained { .. } | Mode::Refused { .. } => None,
         }
     }
 
@@ -124,7 +138,7 @@ impl Sandbox {
     pub fn refusal(&self) -> Option<&str> {
         match &self.inner.mode {
             Mode::Refused { reason } => Some(reason),
-            Mode::Off | Mode::Confined { .. } => None,
+            Mode::Off | Mode::Contained { .. } | Mode::Confined { .. } => None,
         }
     }
 
@@ -148,6 +162,16 @@ impl Sandbox {
             Mode::Off => {
                 let mut c = Command::new(program);
                 c.args(args);
+                c
+            }
+            Mode::Contained { helper } => {
+                let mut c = Command::new(helper);
+                c.arg(HELPER_ARG)
+                    .arg(std::process::id().to_string())
+                    .arg(CONTAIN_TEXT)
+                    .arg("--")
+                    .arg(program)
+                    .args(args);
                 c
             }
             Mode::Confined {
@@ -183,6 +207,9 @@ impl Sandbox {
     }
 }
 
+/// [`Plan::Contain`] as the helper reads it.
+const CONTAIN_TEXT: &str = "\"contain\"";
+
 /// What the kernel can do, found by confining a helper process for real.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Support {
@@ -204,7 +231,17 @@ pub fn probe(helper: &Path) -> Result<Support, String> {
             .collect(),
         ..Policy::default()
     };
-    let text = serde_json::to_string(&policy).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(&Plan::Confine(policy)).map_err(|e| e.to_string())?;
+    run_probe(helper, &text)
+}
+
+/// Checks whether commands can at least be contained (a PID namespace of
+/// their own) when they are not confined.
+pub fn probe_contain(helper: &Path) -> Result<(), String> {
+    run_probe(helper, CONTAIN_TEXT).map(|_| ())
+}
+
+fn run_probe(helper: &Path, text: &str) -> Result<Support, String> {
     let out = Command::new(helper)
         .arg(HELPER_ARG)
         .arg(std::process::id().to_string())

@@ -16,6 +16,7 @@ mod interrupts;
 mod output;
 mod overflow;
 mod permissions;
+mod processes;
 mod replay;
 mod sessions;
 mod terminal;
