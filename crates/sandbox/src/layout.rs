@@ -169,6 +169,7 @@ impl Layout<'_> {
                         .filter_map(|name| real(&workspace.join(name))),
                 );
                 add_git_islands(&mut p, &workspace);
+                p.workspace = Some(workspace.clone());
             }
         }
         p.hidden = self.secrets(home.as_deref());
@@ -281,7 +282,7 @@ fn add_following_link(p: &mut Policy, root: &Path) {
 /// outside the workspace, which become writable so that git works, less
 /// their hooks and config. A repository a command creates with `git init`
 /// is protected from the next command on.
-fn add_git_islands(p: &mut Policy, workspace: &Path) {
+pub(crate) fn add_git_islands(p: &mut Policy, workspace: &Path) {
     let mut repos = vec![workspace.to_path_buf()];
     nested_repos(workspace, NESTED_REPO_DEPTH, &mut repos);
     for repo in repos {
@@ -351,7 +352,7 @@ fn nested_repos(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 /// Removes duplicates and what another root already grants: a read root
 /// inside a writable folder would otherwise become a read-only island, and
 /// hidden paths outside every visible root need no hiding.
-fn tidy(p: &mut Policy) {
+pub(crate) fn tidy(p: &mut Policy) {
     let writable: Vec<PathBuf> = p.writable().map(Path::to_path_buf).collect();
     let inside = |path: &Path, roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
     p.write.sort();

@@ -356,6 +356,7 @@ mod tests {
             links: vec![("/bin".into(), "usr/bin".into())],
             tmp: Some("/tmp/whittle-1".into()),
             network: false,
+            workspace: None,
         };
         let order: Vec<String> = entries(&p)
             .iter()

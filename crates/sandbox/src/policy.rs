@@ -34,6 +34,23 @@ pub struct Policy {
     /// Whether the command shares the machine's network. When false it gets
     /// a network namespace of its own with nothing in it.
     pub network: bool,
+    /// The workspace when it is writable: its git repositories are looked
+    /// for again before each command, so that one a command created with
+    /// `git init` has read-only hooks and config from the next command on.
+    pub workspace: Option<PathBuf>,
+}
+
+impl Policy {
+    /// This policy with the hooks and config of the workspace's git
+    /// repositories as they are now made read-only.
+    pub fn with_current_repos(&self) -> Policy {
+        let mut p = self.clone();
+        if let Some(ws) = &self.workspace {
+            crate::layout::add_git_islands(&mut p, ws);
+            crate::layout::tidy(&mut p);
+        }
+        p
+    }
 }
 
 impl Policy {

@@ -180,10 +180,16 @@ impl Sandbox {
                 policy_text,
                 ..
             } => {
+                // A repository created by the last command is protected now.
+                let fresh = policy
+                    .workspace
+                    .as_ref()
+                    .map(|_| serde_json::to_string(&Plan::Confine(policy.with_current_repos())))
+                    .transpose()?;
                 let mut c = Command::new(helper);
                 c.arg(HELPER_ARG)
                     .arg(std::process::id().to_string())
-                    .arg(policy_text)
+                    .arg(fresh.as_deref().unwrap_or(policy_text))
                     .arg("--")
                     .arg(program)
                     .args(args);
