@@ -30,7 +30,7 @@ enum Mode {
     },
     Confined {
         helper: PathBuf,
-        policy: Policy,
+        policy: Box<Policy>,
         policy_text: String,
         _tmp: Option<tempfile::TempDir>,
     },
@@ -85,7 +85,7 @@ impl Sandbox {
         Ok(Sandbox::with(
             Mode::Confined {
                 helper,
-                policy,
+                policy: Box::new(policy),
                 policy_text,
                 _tmp: tmp,
             },
