@@ -19,6 +19,7 @@ mod overflow;
 mod permissions;
 mod processes;
 mod replay;
+mod sandbox_check;
 mod sessions;
 mod terminal;
 mod trust;
