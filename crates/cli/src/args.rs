@@ -56,14 +56,16 @@ and have no network; in default and accept-edits they may write the workspace
 and pip's caches and [sandbox] writable_roots, with the network on; they read
 the workspace, system and toolchain folders and [sandbox] read_roots, nothing
 else of your home or of /tmp. yolo runs commands unconfined. Tool processes
-never inherit the provider keys (nor [sandbox] hide_env), and the keys' values
-are redacted from everything whittle writes. If the kernel cannot sandbox, -p
+never inherit the provider keys (nor [sandbox] hide_env), and their values are
+redacted from tool results and session logs. If the kernel cannot sandbox, -p
 refuses commands unless --sandbox off.
-A folder's own config may add hooks, allow rules or a laxer permission_mode only
-once the folder is trusted: the REPL asks, or pass --trust-project.
+
+A folder's own config may add hooks, allow rules, a laxer permission_mode or
+open the sandbox up only once the folder is trusted: the REPL asks, or pass
+--trust-project.
 
 In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
-/sessions, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
+/sessions, /sandbox, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
 
 Exit status of -p: 0 done, 1 error, 2 bad usage, 3 out of turns (--max-turns),
 4 blocked by a hook, 130 cancelled.";
