@@ -8,7 +8,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use whittle_context::{SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session};
+use whittle_context::{
+    Redactor, SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session,
+};
 
 /// An open session log, appended to as the agent works.
 #[derive(Debug)]
@@ -16,6 +18,7 @@ pub struct SessionWriter {
     id: String,
     path: PathBuf,
     file: File,
+    redactor: Redactor,
 }
 
 /// A session found on disk.
@@ -91,6 +94,7 @@ impl SessionWriter {
             id: id.clone(),
             path,
             file,
+            redactor: Redactor::default(),
         };
         writer.append(&SessionRecord::Session {
             format: SESSION_FORMAT.into(),
@@ -122,9 +126,17 @@ impl SessionWriter {
                 id: state.id.clone(),
                 path: path.to_path_buf(),
                 file,
+                redactor: Redactor::default(),
             },
             state,
         ))
+    }
+
+    /// Replaces the values `redactor` knows in every line written from now
+    /// on (the session header holds none).
+    pub fn redacting(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// The session id.
@@ -139,9 +151,12 @@ impl SessionWriter {
 
     /// Appends one record and flushes it.
     pub fn append(&mut self, record: &SessionRecord) -> Result<(), SessionFileError> {
-        let mut line = serde_json::to_vec(record).map_err(|e| io_err(&self.path)(e.into()))?;
-        line.push(b'\n');
-        self.file.write_all(&line).map_err(io_err(&self.path))?;
+        let line = serde_json::to_string(record).map_err(|e| io_err(&self.path)(e.into()))?;
+        let mut line = self.redactor.redact(&line).into_owned();
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(io_err(&self.path))?;
         self.file.flush().map_err(io_err(&self.path))
     }
 }

@@ -43,9 +43,19 @@ impl Setup {
     }
 
     fn agent(&self, limits: Limits, meter: MeterChoice) -> Agent {
+        self.agent_with(self.config(limits, meter))
+    }
+
+    fn agent_with(&self, config: AgentConfig) -> Agent {
         let mut tools = ToolRegistry::builtin();
         tools.register(Arc::new(CompactTool));
-        let config = AgentConfig {
+        Agent::new(self.provider(), tools, config).with_policy(
+            PermissionPolicy::new(PermissionMode::AcceptEdits).with_trusted_tools(["compact"]),
+        )
+    }
+
+    fn config(&self, limits: Limits, meter: MeterChoice) -> AgentConfig {
+        AgentConfig {
             model: "claude-sonnet-5-5".into(),
             model_label: "anthropic:claude-sonnet-5-5".into(),
             max_tokens: 1024,
@@ -61,10 +71,9 @@ impl Setup {
                 None,
             ),
             reasoning: whittle_llm::Reasoning::default(),
-        };
-        Agent::new(self.provider(), tools, config).with_policy(
-            PermissionPolicy::new(PermissionMode::AcceptEdits).with_trusted_tools(["compact"]),
-        )
+            sandbox: whittle_tools::Sandbox::none(),
+            redactor: whittle_context::Redactor::default(),
+        }
     }
 
     /// Every request so far was a valid Messages API request.
@@ -434,4 +443,38 @@ async fn cancelling_mid_tool_keeps_the_history_valid() {
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     assert!(!s.workspace().join("never.txt").exists());
     assert_eq!(validate(agent.history().messages()), Ok(()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn known_secrets_are_redacted_from_tool_results_and_the_session_log() {
+    let s = Setup::new().await;
+    let secret = "sk-live-0123456789abcdef";
+    std::fs::write(s.workspace().join("leak.txt"), format!("key={secret}\n")).unwrap();
+    s.server.push(
+        Reply::tool_use("r", "read_file", json!({"path": "leak.txt"})).with_tool_use(
+            "b",
+            "bash",
+            json!({"command": "cat leak.txt"}),
+        ),
+    );
+    s.server.push(Reply::text("done"));
+    let mut config = s.config(Limits::teaching(), MeterChoice::Chars);
+    config.redactor = whittle_context::Redactor::new([secret]);
+    let mut agent = s.agent_with(config);
+    agent.start_session().unwrap();
+    let (result, events) = run(&mut agent, "show me leak.txt").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    let second = &s.server.requests()[1].body;
+    for id in ["r", "b"] {
+        let text = tool_result_text(second, id);
+        assert!(text.contains("key=[REDACTED]"), "{id}: {text}");
+    }
+    assert!(!second.to_string().contains(secret));
+    for e in &events {
+        if let AgentEvent::ToolDone { output, .. } = e {
+            assert!(!output.contains(secret), "{output}");
+        }
+    }
+    let log = std::fs::read_to_string(agent.session_path().unwrap()).unwrap();
+    assert!(log.contains("[REDACTED]") && !log.contains(secret));
 }

@@ -17,7 +17,13 @@ saved to .whittle/ and replaced by previews, old ones by placeholders, and only
 as a last resort is the conversation summarized. Nothing is lost: every saved
 output and transcript stays on disk.
 
-Run `whittle -p \"...\"` to do one task and print the answer (for scripts and CI).";
+Run `whittle -p \"...\"` to do one task and print the answer (for scripts and CI).
+
+Commands the agent runs are confined by the kernel (Linux: namespaces and
+Landlock): they may write only the workspace, a private /tmp and the package
+caches, and cannot read your home folder's secrets. The sandbox is the
+boundary; the permission questions before `rm -rf` are only a polite layer
+that reads the command's text. `whittle sandbox check` shows what is allowed.";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -40,13 +46,26 @@ Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
 Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.toml
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
-auto_compact_fraction, reserved_output_tokens, thinking, effort, [[hooks]] and
-[models.\"NAME\"].
-A folder's own config may add hooks, allow rules or a laxer permission_mode only
-once the folder is trusted: the REPL asks, or pass --trust-project.
+auto_compact_fraction, reserved_output_tokens, thinking, effort, [[hooks]],
+[models.\"NAME\"] and [sandbox] (mode, network, writable_roots, read_roots,
+hide_env).
+
+The sandbox: in read-only mode commands may write nothing (but a private /tmp)
+and have no network; in default and accept-edits they may write the workspace
+(less .whittle/, .git/hooks and .git/config), a private /tmp, cargo's, npm's
+and pip's caches and [sandbox] writable_roots, with the network on; they read
+the workspace, system and toolchain folders and [sandbox] read_roots, nothing
+else of your home or of /tmp. yolo runs commands unconfined. Tool processes
+never inherit the provider keys (nor [sandbox] hide_env), and their values are
+redacted from tool results and session logs. If the kernel cannot sandbox, -p
+refuses commands unless --sandbox off.
+
+A folder's own config may add hooks, allow rules, a laxer permission_mode or
+open the sandbox up only once the folder is trusted: the REPL asks, or pass
+--trust-project.
 
 In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
-/sessions, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
+/sessions, /sandbox, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
 
 Exit status of -p: 0 done, 1 error, 2 bad usage, 3 out of turns (--max-turns),
 4 blocked by a hook, 130 cancelled.";
@@ -100,6 +119,13 @@ pub struct AgentArgs {
     /// the deny list). With -p, whatever would be asked is refused.
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
     pub permission_mode: Option<PermissionMode>,
+
+    /// How the kernel confines commands: auto (follows the permission
+    /// mode; yolo runs them unconfined), read-only, workspace-write, or off
+    /// (unconfined, this run only). The sandbox is the boundary; the
+    /// permission questions only read the command's text.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxMode>,
 
     /// Allow what would otherwise be asked, e.g. `bash(cargo test*)`,
     /// `write_file(src/**)`, `edit_file`. Repeatable.
@@ -155,6 +181,34 @@ pub enum OutputFormat {
     StreamJson,
 }
 
+/// How commands are confined (`--sandbox`, `[sandbox] mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// By the permission mode: read-only confines to reading, default and
+    /// accept-edits to writing the workspace, yolo does not confine.
+    #[default]
+    Auto,
+    /// Nothing writable but a private /tmp; no network unless configured.
+    ReadOnly,
+    /// The workspace, a private /tmp and the package caches are writable.
+    WorkspaceWrite,
+    /// Commands run unconfined.
+    Off,
+}
+
+impl SandboxMode {
+    /// The name in flags and config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Auto => "auto",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
 /// Named groups of limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Preset {
@@ -191,6 +245,36 @@ tokens), cache_write_multiplier and cache_read_multiplier.")]
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(ModelCommand),
+
+    /// The sandbox that confines the agent's commands.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+/// `whittle sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Print what commands may write and read and whether the network is
+    /// on, then try a write outside the workspace, a read of a hidden path
+    /// and a network connect, which must fail (the connect may succeed when
+    /// the network is on). Exits 1 if the sandbox does not hold.
+    Check(SandboxCheckArgs),
+}
+
+/// `whittle sandbox check`.
+#[derive(Debug, Args)]
+pub struct SandboxCheckArgs {
+    /// The workspace folder (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Check the sandbox of this permission mode (default: as configured).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub permission_mode: Option<PermissionMode>,
+
+    /// Check this sandbox mode (default: as configured).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// `whittle replay`.

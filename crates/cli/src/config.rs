@@ -2,7 +2,7 @@
 //! `~/.config/whittle/config.toml`, `<workspace>/.whittle/config.toml`,
 //! `WHITTLE_MODEL`, then the command line.
 
-use crate::args::{AgentArgs, Preset};
+use crate::args::{AgentArgs, Preset, SandboxMode};
 use crate::trust::{self, Widening};
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -58,6 +58,45 @@ pub struct FileConfig {
     pub thinking: Option<Thinking>,
     /// `low` to `max`.
     pub effort: Option<Effort>,
+    /// `[sandbox]`: how commands are confined.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `auto`, `read-only`, `workspace-write` or `off`.
+    pub mode: Option<SandboxMode>,
+    /// Whether commands have the network (default: off in read-only, on
+    /// otherwise).
+    pub network: Option<bool>,
+    /// More folders commands may write (absolute or `~/...`).
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+    /// More folders commands may read (absolute or `~/...`).
+    #[serde(default)]
+    pub read_roots: Vec<String>,
+    /// More environment variables commands do not inherit, and whose values
+    /// are redacted like the provider keys.
+    #[serde(default)]
+    pub hide_env: Vec<String>,
+}
+
+/// `[sandbox]` with every layer and flag applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// The mode.
+    pub mode: SandboxMode,
+    /// The network, when configured.
+    pub network: Option<bool>,
+    /// Extra writable folders, `~` expanded.
+    pub writable_roots: Vec<PathBuf>,
+    /// Extra readable folders, `~` expanded.
+    pub read_roots: Vec<PathBuf>,
+    /// Extra hidden variables.
+    pub hide_env: Vec<String>,
 }
 
 /// A model spec and where it was given, for error messages.
@@ -103,6 +142,8 @@ pub struct Settings {
     /// What the project config asked for and did not get: the folder is not
     /// trusted.
     pub withheld: Option<Widening>,
+    /// How commands are confined.
+    pub sandbox: SandboxSettings,
 }
 
 impl Settings {
@@ -225,6 +266,18 @@ pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
     if let Some(m) = &config.model {
         m.parse::<ModelSpec>().map_err(|e| format!("model: {e}"))?;
     }
+    for root in config
+        .sandbox
+        .writable_roots
+        .iter()
+        .chain(&config.sandbox.read_roots)
+    {
+        if !(root.starts_with('/') || root.starts_with("~/")) {
+            return Err(format!(
+                "sandbox root {root:?} must be an absolute path or start with ~/"
+            ));
+        }
+    }
     Ok(config)
 }
 
@@ -259,6 +312,17 @@ pub fn resolve(
         reasoning: Reasoning::default(),
         files: Vec::new(),
         withheld: None,
+        sandbox: SandboxSettings::default(),
+    };
+    let home = env("HOME").filter(|h| h.starts_with('/'));
+    let expand = |root: &str| -> anyhow::Result<PathBuf> {
+        match root.strip_prefix("~/") {
+            Some(rest) => match &home {
+                Some(h) => Ok(Path::new(h).join(rest)),
+                None => bail!("sandbox root {root:?}: HOME is not set"),
+            },
+            None => Ok(PathBuf::from(root)),
+        }
     };
     for (path, c) in layers {
         let source = path.display().to_string();
@@ -295,6 +359,19 @@ pub fn resolve(
         if let Some(e) = c.effort {
             s.reasoning.effort = Some(e);
         }
+        if let Some(m) = c.sandbox.mode {
+            s.sandbox.mode = m;
+        }
+        if let Some(n) = c.sandbox.network {
+            s.sandbox.network = Some(n);
+        }
+        for r in &c.sandbox.writable_roots {
+            s.sandbox.writable_roots.push(expand(r)?);
+        }
+        for r in &c.sandbox.read_roots {
+            s.sandbox.read_roots.push(expand(r)?);
+        }
+        s.sandbox.hide_env.extend(c.sandbox.hide_env);
         s.files.push(path);
     }
     if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
@@ -305,6 +382,9 @@ pub fn resolve(
     }
     if let Some(m) = args.permission_mode {
         s.permission_mode = m;
+    }
+    if let Some(m) = args.sandbox {
+        s.sandbox.mode = m;
     }
     for rule in &args.allow {
         rule.parse::<whittle_tools::AllowRule>()
@@ -455,6 +535,10 @@ preset = "teaching"
             ("thinking = \"lots\"", "thinking must be"),
             ("thinking = true", "token budget"),
             ("effort = \"extreme\"", "effort must be"),
+            ("[sandbox]\nmode = \"sometimes\"", "sometimes"),
+            ("[sandbox]\nwritable_roots = [\"rel/dir\"]", "absolute"),
+            ("[sandbox]\nnetwork = \"yes\"", "network"),
+            ("[sandbox]\nroots = []", "roots"),
         ] {
             let err = parse_file_config(text).unwrap_err();
             assert!(!err.contains('\n'), "{err}");
@@ -502,5 +586,50 @@ preset = "teaching"
                 proptest::prop_assert!(!e.contains('\n'));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_settings_layer_and_expand_the_home_folder() {
+        let user = (
+            PathBuf::from("/u.toml"),
+            parse_file_config(
+                "[sandbox]\nnetwork = false\nwritable_roots = [\"~/data\"]\nhide_env = [\"GITHUB_TOKEN\"]",
+            )
+            .unwrap(),
+        );
+        let project = (
+            PathBuf::from("/w/.whittle/config.toml"),
+            parse_file_config("[sandbox]\nmode = \"read-only\"\nread_roots = [\"/srv/docs\"]")
+                .unwrap(),
+        );
+        let env = |k: &str| (k == "HOME").then(|| "/home/u".to_string());
+        let s = resolve(
+            "/w".into(),
+            vec![user, project],
+            &AgentArgs::default(),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            s.sandbox,
+            SandboxSettings {
+                mode: SandboxMode::ReadOnly,
+                network: Some(false),
+                writable_roots: vec![PathBuf::from("/home/u/data")],
+                read_roots: vec![PathBuf::from("/srv/docs")],
+                hide_env: vec!["GITHUB_TOKEN".into()],
+            }
+        );
+        let args = AgentArgs {
+            sandbox: Some(SandboxMode::Off),
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![], &args, &env).unwrap();
+        assert_eq!(s.sandbox.mode, SandboxMode::Off, "the flag wins");
     }
 }

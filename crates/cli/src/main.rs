@@ -13,18 +13,23 @@ mod render;
 mod repl;
 mod replay_cmd;
 mod replay_table;
+mod sandbox_check;
+mod sandboxing;
 mod setup;
 mod slash;
 mod style;
 mod trust;
 
-use args::{Cli, Command, ModelCommand};
+use args::{Cli, Command, ModelCommand, SandboxCommand};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use style::Style;
 
 fn main() -> ExitCode {
+    // The sandbox helper is this binary started again; it must run before
+    // any thread exists (a threaded process cannot enter a user namespace).
+    whittle_sandbox::run_helper_if_asked();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -53,6 +58,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Replay(args)) => {
             let rt = runtime()?;
             return replay_cmd::run(&args, &env, rt.handle());
+        }
+        Some(Command::Sandbox(SandboxCommand::Check(args))) => {
+            return sandbox_check::run(&args, &env);
         }
         None => {}
     }

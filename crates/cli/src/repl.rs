@@ -248,6 +248,16 @@ fn slash(
             let sessions = list_sessions(&settings.state_dir().join("sessions"));
             out_line(&render_sessions(&sessions, agent.session_id()));
         }
+        SlashCommand::Sandbox => {
+            let env = |k: &str| std::env::var(k).ok();
+            let (text, _) = crate::sandbox_check::report(
+                &agent.config().sandbox,
+                session.support.as_ref(),
+                &settings.workspace,
+                &env,
+            );
+            out_line(text.trim_end());
+        }
         SlashCommand::Compact(focus) => {
             if agent.history().is_empty() {
                 out_line("nothing to compact yet");

@@ -4,6 +4,7 @@
 use crate::args::{AgentArgs, Preset};
 use crate::config::{DEFAULT_MAX_TOKENS_CAP, Env, Settings};
 use crate::providers::{Connection, choose_model, connect};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
@@ -11,9 +12,9 @@ use whittle_agent::{
     find_session, system_prompt,
 };
 use whittle_context::tool_names;
-use whittle_context::{Limits, TokenBudget};
+use whittle_context::{Limits, Redactor, TokenBudget};
 use whittle_llm::{ModelSpec, Prices, model_facts_with};
-use whittle_tools::{PermissionPolicy, Skills, ToolRegistry};
+use whittle_tools::{PermissionPolicy, Sandbox, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.
 const TRUSTED_TOOLS: [&str; 2] = [tool_names::COMPACT, tool_names::TASK];
@@ -27,6 +28,8 @@ pub struct Session {
     /// Set when an earlier session was continued: its id and how many
     /// unanswered tool calls were given an "interrupted" result.
     pub resumed: Option<(String, usize)>,
+    /// What the kernel's sandbox can do, when commands are confined.
+    pub support: Option<whittle_sandbox::Support>,
 }
 
 impl Session {
@@ -105,6 +108,8 @@ pub fn agent_config(
             settings.system_prompt_extra.as_deref(),
         ),
         reasoning: settings.reasoning,
+        sandbox: Sandbox::none(),
+        redactor: Redactor::default(),
     }
 }
 
@@ -120,7 +125,17 @@ pub fn open(
         provider,
         context_window,
     } = connect(&spec, settings)?;
-    let config = agent_config(settings, &spec, context_window);
+    let mut config = agent_config(settings, &spec, context_window);
+    // Commands are confined; in -p nobody can be told they would run
+    // unconfined, so a kernel that cannot confine refuses them.
+    let confinement = crate::sandboxing::confine(settings, env, args.prompt.is_some())?;
+    if let Some(notice) = &confinement.notice {
+        let style = crate::style::Style::detect(std::io::stderr().is_terminal());
+        crate::render::err_line(&style.dim(notice));
+    }
+    config.sandbox = confinement.sandbox;
+    config.redactor = confinement.redactor;
+    let support = confinement.support;
     let mut tools = ToolRegistry::builtin();
     tools.register(Arc::new(CompactTool));
     let mut hooks = Hooks::new();
@@ -154,6 +169,7 @@ pub fn open(
         agent,
         spec,
         resumed,
+        support,
     })
 }
 

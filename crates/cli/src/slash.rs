@@ -22,6 +22,8 @@ pub enum SlashCommand {
     Clear,
     /// `/sessions`.
     Sessions,
+    /// `/sandbox`.
+    Sandbox,
     /// `/help`.
     Help,
     /// `/quit` or `/exit`.
@@ -44,6 +46,7 @@ impl SlashCommand {
             "cost" => SlashCommand::Cost,
             "clear" => SlashCommand::Clear,
             "sessions" => SlashCommand::Sessions,
+            "sandbox" => SlashCommand::Sandbox,
             "help" | "?" => SlashCommand::Help,
             "quit" | "exit" | "q" => SlashCommand::Quit,
             other => SlashCommand::Unknown(other.to_string()),
@@ -59,6 +62,7 @@ Commands:
   /cost             tokens used in this session and the estimated cost
   /clear            start over with an empty conversation (the session log keeps it all)
   /sessions         sessions in this workspace (continue one with `whittle --resume ID`)
+  /sandbox          what commands may write and read, the network, and a self-test
   /help             this list
   /quit             leave (Ctrl-D too)
 Keys: Ctrl-C stops the running turn (or clears the line), Ctrl-D quits.
@@ -216,6 +220,7 @@ mod tests {
             Some(SlashCommand::Compact(None))
         );
         assert_eq!(SlashCommand::parse("/exit"), Some(SlashCommand::Quit));
+        assert_eq!(SlashCommand::parse("/sandbox"), Some(SlashCommand::Sandbox));
         assert_eq!(
             SlashCommand::parse("/frob"),
             Some(SlashCommand::Unknown("frob".into()))

@@ -4,6 +4,7 @@
 //! folder the person trusted: answered yes at the REPL (remembered), or
 //! `--trust-project` for one run.
 
+use crate::args::SandboxMode;
 use crate::config::{Env, FileConfig, user_config_path};
 use anyhow::Context;
 use std::io::Write;
@@ -21,6 +22,9 @@ pub struct Widening {
     pub allow: usize,
     /// A permission mode that asks less than `default`.
     pub permission_mode: Option<PermissionMode>,
+    /// `[sandbox]` keys that let commands do more: a looser mode, the
+    /// network, extra roots.
+    pub sandbox: Vec<&'static str>,
 }
 
 impl Widening {
@@ -30,13 +34,32 @@ impl Widening {
         let permission_mode = config
             .permission_mode
             .filter(|m| strictness(*m) < strictness(base));
+        let sb = &config.sandbox;
+        let mut sandbox = Vec::new();
+        if matches!(
+            sb.mode,
+            Some(SandboxMode::Off | SandboxMode::WorkspaceWrite)
+        ) {
+            sandbox.push("sandbox mode");
+        }
+        if sb.network == Some(true) {
+            sandbox.push("sandbox network");
+        }
+        if !sb.writable_roots.is_empty() {
+            sandbox.push("sandbox writable_roots");
+        }
+        if !sb.read_roots.is_empty() {
+            sandbox.push("sandbox read_roots");
+        }
         let w = Widening {
             path: path.to_path_buf(),
             hooks: config.hooks.len(),
             allow: config.allow.len(),
             permission_mode,
+            sandbox,
         };
-        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some()).then_some(w)
+        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some() || !w.sandbox.is_empty())
+            .then_some(w)
     }
 
     /// Removes from `config` what this widening found in it; the rest
@@ -46,6 +69,20 @@ impl Widening {
         config.allow.clear();
         if self.permission_mode.is_some() {
             config.permission_mode = None;
+        }
+        if !self.sandbox.is_empty() {
+            let sb = &mut config.sandbox;
+            if matches!(
+                sb.mode,
+                Some(SandboxMode::Off | SandboxMode::WorkspaceWrite)
+            ) {
+                sb.mode = None;
+            }
+            if sb.network == Some(true) {
+                sb.network = None;
+            }
+            sb.writable_roots.clear();
+            sb.read_roots.clear();
         }
     }
 
@@ -65,6 +102,7 @@ impl Widening {
         if let Some(m) = self.permission_mode {
             parts.push(format!("permission_mode {m}"));
         }
+        parts.extend(self.sandbox.iter().map(|k| k.to_string()));
         parts.join(", ")
     }
 
@@ -185,6 +223,21 @@ command = "true"
         w.withhold_from(&mut strict);
         assert_eq!(strict.permission_mode, Some(PermissionMode::ReadOnly));
         assert!(strict.allow.is_empty());
+        // A project may not open the sandbox up, only close it further.
+        let mut open = parse_file_config(
+            "[sandbox]\nmode = \"off\"\nnetwork = true\nwritable_roots = [\"/\"]\nhide_env = [\"X\"]",
+        )
+        .unwrap();
+        let w = Widening::of(path, &open, base).unwrap();
+        assert_eq!(
+            w.describe(),
+            "sandbox mode, sandbox network, sandbox writable_roots"
+        );
+        w.withhold_from(&mut open);
+        assert_eq!(Widening::of(path, &open, base), None);
+        assert_eq!(open.sandbox.hide_env, ["X"], "hiding more is not widening");
+        let closed = parse_file_config("[sandbox]\nmode = \"read-only\"\nnetwork = false").unwrap();
+        assert_eq!(Widening::of(path, &closed, base), None);
         // Against a read-only user config, `default` loosens too.
         let lax = parse_file_config("permission_mode = \"default\"").unwrap();
         assert_eq!(Widening::of(path, &lax, base), None);

@@ -19,6 +19,8 @@ fn whittle_p_answers_with_no_key_set() {
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env("XDG_CACHE_HOME", &cache_home)
+        // scripts/test's marker: every process the tests start carries it.
+        .envs(std::env::var_os("WHITTLE_TEST_RUN").map(|v| ("WHITTLE_TEST_RUN", v)))
         .arg("--cwd")
         .arg(workspace.path())
         .args(["-p", "Say hello in one short sentence.", "--max-turns", "3"])

@@ -59,6 +59,7 @@ mod meter;
 mod pairs;
 mod pipeline;
 mod recovery;
+mod redact;
 mod session_log;
 mod store;
 mod summarize;
@@ -82,6 +83,7 @@ pub use pipeline::{
     tool_result_budget,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
+pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
 pub use session_log::{
     INTERRUPTED_RESULT, OutputRef, SESSION_FORMAT, SessionError, SessionRecord, SessionState,
     log_form, parse_session, read_session, repair_unanswered,

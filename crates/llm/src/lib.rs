@@ -69,5 +69,5 @@ pub use prices::Prices;
 pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
 pub use request::{BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Thinking, ToolSpec};
 pub use retry::{Attempt, RetryPolicy, retrying};
-pub use secret::Secret;
+pub use secret::{KEY_VARS, Secret};
 pub use spec::{ModelSpec, ProviderKind};

@@ -2,6 +2,15 @@
 
 use std::fmt;
 
+/// The environment variables the providers read credentials from. Tool
+/// processes must not inherit them, and their values are redacted from
+/// everything whittle writes.
+pub const KEY_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+];
+
 /// A credential. It has no `Display` and its `Debug` prints `[redacted]`, so
 /// it cannot end up in a message, a transcript or a panic by accident.
 #[derive(Clone, PartialEq, Eq)]

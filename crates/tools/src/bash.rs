@@ -107,9 +107,10 @@ impl Tool for BashTool {
          stdout and stderr are interleaved. A long output is saved whole to a file and you see its \
          start and end with the file's path (read or grep the file for the rest). The exit code is \
          reported. Default timeout 120 s, at most 600 (timeout_secs); on timeout the command and \
-         all its children are killed. Stdin is empty: never run interactive programs. Run servers \
-         or long jobs in the background with output redirected to a file. Prefer read_file, \
-         grep and glob for reading and searching."
+         all its children are killed. Stdin is empty: never run interactive programs. Commands \
+         usually run in a sandbox: they may write only the workspace and /tmp (private to this \
+         session), and processes left in the background end with the call, so start a server \
+         and use it in the same command. Prefer read_file, grep and glob for reading and searching."
     }
 
     fn input_schema(&self) -> Value {
@@ -165,10 +166,11 @@ impl BashTool {
             Ok(w) => w,
             Err(e) => return ToolOutput::error(format!("bash: cannot create a pipe: {e}")),
         };
-        let mut cmd = tokio::process::Command::new("bash");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(ctx.workspace())
+        let mut cmd = match ctx.sandbox().command("bash", ["-c", command]) {
+            Ok(c) => tokio::process::Command::from(c),
+            Err(e) => return ToolOutput::error(format!("bash: {e}")),
+        };
+        cmd.current_dir(ctx.workspace())
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer_err)

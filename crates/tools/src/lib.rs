@@ -33,3 +33,5 @@ pub use write_file::{EditFileTool, WriteFileTool};
 
 /// Re-exported so callers build a [`ToolContext`] without naming tokio-util.
 pub use tokio_util::sync::CancellationToken;
+/// Re-exported so callers hand a sandbox to [`ToolContext::with_sandbox`].
+pub use whittle_sandbox::Sandbox;

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::todo::TodoStore;
+use whittle_sandbox::Sandbox;
 
 /// What a tool hands back to the model: text, and whether it describes a failure.
 ///
@@ -80,13 +81,15 @@ pub struct ToolContext {
     store: Store,
     output_limits: OutputLimits,
     call_id: Option<String>,
+    sandbox: Sandbox,
 }
 
 static UNNAMED_CALLS: AtomicU64 = AtomicU64::new(0);
 
 impl ToolContext {
     /// A context rooted at `workspace`, with a fresh cancellation token, an
-    /// empty todo list, and big outputs saved under `WORKSPACE/.whittle`.
+    /// empty todo list, big outputs saved under `WORKSPACE/.whittle`, and
+    /// no sandbox.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         let workspace = workspace.into();
         Self {
@@ -96,6 +99,7 @@ impl ToolContext {
             todos: TodoStore::default(),
             output_limits: OutputLimits::default(),
             call_id: None,
+            sandbox: Sandbox::none(),
         }
     }
 
@@ -143,6 +147,17 @@ impl ToolContext {
             self.output_limits.inline_max_bytes,
             self.output_limits.cap_bytes,
         )
+    }
+
+    /// Runs commands through `sandbox` (the default runs them as they are).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// How commands run: confined, refused, or as they are.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Replaces the cancellation signal; cancelling it stops running tools

@@ -304,3 +304,45 @@ async fn bad_inputs_are_errors() {
     assert!(out.is_error);
     assert!(out.content.contains("cannot start"), "{}", out.content);
 }
+
+#[tokio::test]
+async fn hidden_variables_are_not_inherited() {
+    let dir = tempfile::tempdir().unwrap();
+    // A variable every test process has: PATH stays, HOME is hidden.
+    let ctx =
+        ToolContext::new(dir.path()).with_sandbox(whittle_tools::Sandbox::off(vec!["HOME".into()]));
+    let out = run(
+        &ctx,
+        json!({"command": "echo \"home=${HOME-unset} path=${PATH:+set}\""}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("home=unset path=set"),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn a_refusing_sandbox_runs_nothing_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let ctx = ToolContext::new(dir.path()).with_sandbox(whittle_tools::Sandbox::refusing(
+        "Landlock is not supported by this kernel",
+        vec![],
+    ));
+    let out = run(
+        &ctx,
+        json!({"command": format!("touch {}", marker.display())}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.content.contains("Landlock is not supported"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("--sandbox off"), "{}", out.content);
+    assert!(!marker.exists());
+}

@@ -174,7 +174,9 @@ fn mentions_of_dangerous_words_are_not_caught() {
     let policy = PermissionPolicy::new(Normal);
     for cmd in fine {
         let d = check(&policy, "bash", &bash(cmd), &f.ws);
-        let expected = if cmd.starts_with("kill") {
+        // `kill` asks, and so does a device file named as an argument
+        // (exempt as a redirection target only): neither is denied.
+        let expected = if cmd.starts_with("kill") || cmd.contains("if=/dev/zero") {
             "ask"
         } else {
             "allow"
@@ -272,9 +274,24 @@ fn bash_paths_outside_the_workspace_ask() {
             other => panic!("{cmd:?} -> {other:?}"),
         }
     }
+    // Device files are exempt only as redirection targets: as arguments
+    // they are paths outside the workspace like any other.
+    for cmd in [
+        "mv src/main.rs /dev/null",
+        "cp /dev/zero src/x",
+        "ln -sf /dev/null src/main.rs",
+        "tee /dev/null",
+    ] {
+        let d = check(&policy, "bash", &bash(cmd), &f.ws);
+        assert!(
+            matches!(&d, Decision::Ask { reason } if reason.contains("/dev/")),
+            "{cmd:?} -> {d:?}"
+        );
+    }
     let inside = [
         format!("cat {}", f.ws.join("src/main.rs").display()),
         "cat src/main.rs 2>/dev/null".to_owned(),
+        "cat src/main.rs >/dev/stderr 2>/dev/null </dev/zero".to_owned(),
         "ls srclink/main.rs".to_owned(),
         "echo x >/dev/null".to_owned(),
     ];

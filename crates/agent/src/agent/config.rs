@@ -1,8 +1,9 @@
 //! What a session is configured with, apart from its components.
 
 use std::path::PathBuf;
-use whittle_context::Limits;
+use whittle_context::{Limits, Redactor};
 use whittle_llm::Reasoning;
+use whittle_tools::Sandbox;
 
 /// How the context is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,4 +40,8 @@ pub struct AgentConfig {
     /// Thinking and effort, sent with every call of the conversation
     /// (summaries of it included, so they share its cached prefix).
     pub reasoning: Reasoning,
+    /// How commands run (subagents share it).
+    pub sandbox: Sandbox,
+    /// Known secret values, replaced in tool results and the session log.
+    pub redactor: Redactor,
 }

@@ -85,8 +85,9 @@ impl Agent {
                 Box::new(m)
             }
         };
-        let store = Store::new(&config.state_dir);
+        let store = Store::new(&config.state_dir).redacting(config.redactor.clone());
         let tool_ctx = ToolContext::new(&config.workspace)
+            .with_sandbox(config.sandbox.clone())
             .with_store(store.clone())
             .with_output_limits(output_limits(&config.limits));
         let compactor = Compactor::new(config.limits.clone(), store, meter);
@@ -135,7 +136,8 @@ impl Agent {
     /// Starts logging to a new session in `.whittle/sessions/`.
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");
-        let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?;
+        let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?
+            .redacting(self.config.redactor.clone());
         self.compactor.store().name_transcript(writer.id());
         Ok(self.session.insert(writer).path())
     }
@@ -148,7 +150,7 @@ impl Agent {
     pub fn resume_session(&mut self, path: &Path) -> Result<Resumed, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
         self.compactor.store().name_transcript(writer.id());
-        self.session = Some(writer);
+        self.session = Some(writer.redacting(self.config.redactor.clone()));
         self.history = History::new(state.history);
         self.history.set_archived(state.archived);
         self.logged_archived = self.history.archived();

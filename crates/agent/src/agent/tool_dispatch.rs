@@ -54,6 +54,9 @@ impl Agent {
             } else {
                 self.run_one_tool(call, tool_ctx, sink, cancel).await
             };
+            if let std::borrow::Cow::Owned(clean) = self.config.redactor.redact(&output.content) {
+                output.content = clean;
+            }
             let post = HookEvent::PostToolUse {
                 tool_name: call.name.clone(),
                 tool_input: call.input.clone(),

@@ -10,12 +10,16 @@
 
 mod compaction;
 mod config;
+mod escapes;
 mod experiments;
 mod interrupts;
+mod normal_work;
 mod output;
 mod overflow;
 mod permissions;
+mod processes;
 mod replay;
+mod sandbox_check;
 mod sessions;
 mod storage;
 mod terminal;
@@ -72,7 +76,9 @@ impl Harness {
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("XDG_CACHE_HOME", self.home.path().join("cache"))
             .env("ANTHROPIC_BASE_URL", self.server.url())
-            .env("ANTHROPIC_API_KEY", KEY);
+            .env("ANTHROPIC_API_KEY", KEY)
+            // scripts/test's marker: every process the tests start carries it.
+            .envs(std::env::var_os("WHITTLE_TEST_RUN").map(|v| ("WHITTLE_TEST_RUN", v)));
     }
 
     /// The binary with a clean environment, in the workspace.

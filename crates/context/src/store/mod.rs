@@ -19,6 +19,7 @@ pub use output::{CapturedOutput, OutputWriter};
 pub use transcript::ArchivedSpan;
 
 use crate::message::Message;
+use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs;
@@ -91,6 +92,8 @@ pub struct SavedOutput {
 pub struct Store {
     root: PathBuf,
     shared: Arc<Mutex<Shared>>,
+    /// Known secrets, replaced in everything the store writes.
+    redactor: Redactor,
 }
 
 /// What the clones of one store share.
@@ -130,7 +133,15 @@ impl Store {
                 saved: HashMap::new(),
                 transcript,
             })),
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Replaces `redactor`'s secrets in everything this store writes from
+    /// now on: saved outputs (streamed ones too) and transcript lines.
+    pub fn redacting(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// From now on this store (and its clones) appends to
@@ -176,6 +187,7 @@ impl Store {
         tool_use_id: &str,
         text: &str,
     ) -> Result<SavedOutput, StoreError> {
+        let text = &*self.redactor.redact(text);
         let hash = ContentHash::of(text.as_bytes());
         if let Some(known) = self.saved_output(tool_use_id)
             && known.hash == hash
@@ -221,6 +233,7 @@ impl Store {
         cap_bytes: u64,
     ) -> OutputWriter {
         OutputWriter::new(self.clone(), tool_use_id, inline_max_bytes, cap_bytes)
+            .redacting(&self.redactor)
     }
 
     /// The output this store saved last for `tool_use_id`, if any.
@@ -293,7 +306,7 @@ impl Store {
     pub fn archive(&self, messages: &[Message]) -> Result<ArchivedSpan, StoreError> {
         let mut shared = self.lock();
         let Shared { saved, transcript } = &mut *shared;
-        transcript.append(messages, saved)
+        transcript.append(messages, saved, &self.redactor)
     }
 
     /// Reads a transcript back. Lines are messages, except that saved

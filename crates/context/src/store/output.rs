@@ -9,6 +9,7 @@
 use super::hash::StreamingHash;
 use super::{SavedOutput, Store, StoreError, io_err};
 use crate::markers::{Preview, persisted_output};
+use crate::redact::{RedactStream, Redactor};
 use crate::text::group_digits;
 use std::collections::VecDeque;
 use std::fs::{self, File};
@@ -147,6 +148,8 @@ pub struct OutputWriter {
     lines: u64,
     head: Vec<u8>,
     tail: VecDeque<u8>,
+    /// Known secrets, replaced before a byte is kept anywhere.
+    redact: Option<RedactStream>,
 }
 
 #[derive(Debug)]
@@ -182,7 +185,18 @@ impl OutputWriter {
             lines: 0,
             head: Vec::new(),
             tail: VecDeque::new(),
+            redact: None,
         }
+    }
+
+    /// Replaces `redactor`'s secrets in the output before it is kept in
+    /// memory or written to disk: a key a command prints never lands in
+    /// the store.
+    pub(super) fn redacting(mut self, redactor: &Redactor) -> Self {
+        if !redactor.is_empty() {
+            self.redact = Some(redactor.stream());
+        }
+        self
     }
 
     /// Bytes received so far.
@@ -194,6 +208,16 @@ impl OutputWriter {
     /// kept and reported by [`OutputWriter::finish`], and the bytes are
     /// still counted and kept for the preview.
     pub fn write(&mut self, bytes: &[u8]) {
+        match self.redact.as_mut() {
+            Some(stream) => {
+                let clean = stream.push(bytes);
+                self.keep(&clean);
+            }
+            None => self.keep(bytes),
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
@@ -261,7 +285,11 @@ impl OutputWriter {
 
     /// Ends the output: small ones come back whole, big ones as their
     /// saved file (renamed from `.partial`) with head and tail.
-    pub fn finish(self) -> CapturedOutput {
+    pub fn finish(mut self) -> CapturedOutput {
+        if let Some(stream) = self.redact.take() {
+            let rest = stream.finish();
+            self.keep(&rest);
+        }
         let head = self.head;
         let tail: Vec<u8> = self.tail.into();
         let total_bytes = self.total;
@@ -386,6 +414,23 @@ mod tests {
         assert_eq!(fs::read(&saved.path).unwrap().len(), 50);
         assert_eq!(total_bytes, 207);
         assert!(tail.ends_with(b"THE END"));
+    }
+
+    #[test]
+    fn secrets_never_reach_memory_or_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let redactor = Redactor::new(["sk-live-0123456789"]);
+        assert!(!redactor.is_empty());
+        let store = store.redacting(redactor);
+        let mut w = store.output_writer("t", 8, u64::MAX);
+        w.write(b"key=sk-live-01234");
+        w.write(b"56789 and more\n");
+        let CapturedOutput::Saved { saved, head, .. } = w.finish() else {
+            panic!("expected saved")
+        };
+        assert_eq!(fs::read(&saved.path).unwrap(), b"key=[REDACTED] and more\n");
+        assert!(!String::from_utf8_lossy(&head).contains("sk-live"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::hash::ContentHash;
 use super::{SavedOutput, StoreError, io_err};
 use crate::markers::{Preview, persisted_output};
 use crate::message::{Block, Content, Message, ToolResult};
+use crate::redact::Redactor;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -94,14 +95,16 @@ impl Transcript {
         &mut self,
         messages: &[Message],
         saved: &HashMap<String, SavedOutput>,
+        redactor: &Redactor,
     ) -> Result<ArchivedSpan, StoreError> {
         let path = self.path.clone();
         let open = self.open()?;
         let mut body = Vec::with_capacity(messages.iter().map(|m| m.chars() + 1).sum());
         for m in messages {
             let line = naming_saved_outputs(m, saved);
-            serde_json::to_writer(&mut body, line.as_ref().unwrap_or(m))
+            let json = serde_json::to_string(line.as_ref().unwrap_or(m))
                 .map_err(|e| io_err(&path)(e.into()))?;
+            body.extend_from_slice(redactor.redact(&json).as_bytes());
             body.push(b'\n');
         }
         // One write: a crash leaves whole lines and at most one cut one.

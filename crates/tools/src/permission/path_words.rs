@@ -6,8 +6,10 @@ use super::segment::Segment;
 /// Words in a segment that name paths: arguments that start with `/`, `~`
 /// or `$HOME`, contain a `..` component, go through a symlink in the
 /// workspace, or are `--opt=` / `key=` values like those; plus redirection
-/// targets. An absolute path counts only if its first component exists, so
-/// `/api/v1` in a grep pattern is not a path.
+/// targets other than `/dev/null` and friends. An absolute path counts only
+/// if its first component exists, so `/api/v1` in a grep pattern is not a
+/// path. Device files are exempt as redirection targets only: `mv x
+/// /dev/null` is a path like any other.
 pub(crate) fn path_words(seg: &Segment, workspace: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut consider = |w: &str| {
@@ -23,7 +25,10 @@ pub(crate) fn path_words(seg: &Segment, workspace: &std::path::Path) -> Vec<Stri
         consider(a);
     }
     for r in &seg.redirects {
-        if (r.writes_file() || r.reads_file()) && !r.target.is_empty() {
+        if (r.writes_file() || r.reads_file())
+            && !r.target.is_empty()
+            && !is_harmless_device(&r.target)
+        {
             consider(&r.target);
         }
     }
@@ -54,7 +59,7 @@ fn through_symlink(w: &str, workspace: &std::path::Path) -> bool {
 }
 
 fn looks_like_path(w: &str) -> bool {
-    if w.is_empty() || is_harmless_device(w) {
+    if w.is_empty() {
         return false;
     }
     if w == "~" || w.starts_with("~/") || w.starts_with("$HOME") || w.starts_with("${HOME}") {
@@ -76,7 +81,7 @@ fn looks_like_path(w: &str) -> bool {
     false
 }
 
-/// Devices any command may touch without it counting as a write or as
+/// Devices a redirection may name without it counting as a write or as
 /// leaving the workspace.
 pub(crate) fn is_harmless_device(path: &str) -> bool {
     matches!(

@@ -1,0 +1,42 @@
+//! Confines the commands whittle runs for the model, on Linux.
+//!
+//! The permission parser reads a command's text and can be fooled by any
+//! shell trick; this crate makes the kernel hold the boundary instead.
+//! A command runs through a helper (whittle's own binary started again with
+//! `__sandbox`, see [`run_helper_if_asked`]) that:
+//!
+//! - enters new user, mount, PID, IPC and UTS namespaces, and a network
+//!   namespace of its own when the network is off;
+//! - builds a fresh root holding only what the [`Policy`] names, bound
+//!   read-only or writable, with settings and hooks inside the workspace
+//!   read-only and secrets covered, a minimal `/dev` and a `/proc` of its
+//!   own PID namespace;
+//! - applies Landlock with the same lists (reads, writes, devices), scopes
+//!   abstract sockets and signals to the sandbox, and drops every
+//!   capability, with `no_new_privs` so set-uid programs gain nothing;
+//! - runs the command as the first process's child, closing every file
+//!   descriptor but the standard streams; when the command ends, or
+//!   whittle dies, the whole namespace is killed.
+//!
+//! [`Layout`] turns a [`Level`] and the user's machine into a [`Policy`];
+//! [`Sandbox`] is what the tools hold to build commands; [`probe`] checks
+//! at start that the kernel can do all this, so whittle can fail closed.
+
+mod check;
+mod confine;
+mod error;
+mod helper;
+mod layout;
+mod mounts;
+mod policy;
+mod sandbox;
+mod spawn;
+mod tmp;
+
+pub use check::{Finding, SelfTestError, self_test};
+pub use error::SandboxError;
+pub use helper::{HELPER_FAILED, run_helper_if_asked};
+pub use layout::{Env, Layout, Level};
+pub use policy::Policy;
+pub use sandbox::{Sandbox, SandboxState, Support, probe, probe_contain};
+pub use tmp::private_tmp;

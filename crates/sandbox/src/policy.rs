@@ -1,0 +1,123 @@
+//! The policy the helper enforces: which paths exist inside the sandbox,
+//! which of them may change, and whether the network is there.
+//!
+//! Every path is absolute and resolved (no symlinks, no `..`) by the time a
+//! policy is built, so the helper only reads it: it never consults the
+//! environment of the command it is about to confine.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What a confined command may see and change.
+///
+/// Nothing outside `read`, `write`, `tmp` and a few device files exists
+/// inside the sandbox: the helper builds a fresh root holding only these
+/// paths (bind mounts), then Landlock enforces the same lists a second time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Files and folders the command may read and execute, never change.
+    pub read: Vec<PathBuf>,
+    /// Folders (or files) the command may read and change.
+    pub write: Vec<PathBuf>,
+    /// Paths inside `write` that stay read-only (settings and hooks whose
+    /// change would run code outside the sandbox later).
+    pub read_only: Vec<PathBuf>,
+    /// Paths inside `read` or `write` that are replaced by an empty folder
+    /// or file: secrets that happen to lie in a visible folder.
+    pub hidden: Vec<PathBuf>,
+    /// Symbolic links recreated as they are outside (`/bin -> usr/bin`), so
+    /// paths through them keep working: (link, what it points to).
+    pub links: Vec<(PathBuf, PathBuf)>,
+    /// The private temp folder: writable, seen at its own path and at `/tmp`.
+    pub tmp: Option<PathBuf>,
+    /// Whether the command shares the machine's network. When false it gets
+    /// a network namespace of its own with nothing in it.
+    pub network: bool,
+    /// The workspace when it is writable: its git repositories are looked
+    /// for again before each command, so that one a command created with
+    /// `git init` has read-only hooks and config from the next command on.
+    pub workspace: Option<PathBuf>,
+}
+
+impl Policy {
+    /// This policy with the hooks and config of the workspace's git
+    /// repositories as they are now made read-only.
+    pub fn with_current_repos(&self) -> Policy {
+        let mut p = self.clone();
+        if let Some(ws) = &self.workspace {
+            crate::layout::add_git_islands(&mut p, ws);
+            crate::layout::tidy(&mut p);
+        }
+        p
+    }
+}
+
+impl Policy {
+    /// Every path the command can write: `write` and the temp folder.
+    pub fn writable(&self) -> impl Iterator<Item = &Path> {
+        self.write
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(self.tmp.as_deref())
+    }
+
+    /// True when `path` (absolute, resolved) lies in a writable folder and
+    /// not in one of its read-only islands.
+    pub fn allows_write(&self, path: &Path) -> bool {
+        self.writable().any(|root| path.starts_with(root))
+            && !self.read_only.iter().any(|ro| path.starts_with(ro))
+            && !self.hidden.iter().any(|h| path.starts_with(h))
+    }
+
+    /// True when `path` (absolute, resolved) can be read inside.
+    pub fn allows_read(&self, path: &Path) -> bool {
+        (self.allows_write(path)
+            || self.read.iter().any(|root| path.starts_with(root))
+            || self.read_only.iter().any(|ro| path.starts_with(ro)))
+            && !self.hidden.iter().any(|h| path.starts_with(h))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn islands_and_hidden_paths_win_over_their_roots() {
+        let p = Policy {
+            read: vec!["/usr".into(), "/etc".into()],
+            write: vec!["/ws".into()],
+            read_only: vec!["/ws/.git/hooks".into()],
+            hidden: vec!["/ws/.ssh".into(), "/etc/shadow".into()],
+            tmp: Some("/tmp/whittle-1".into()),
+            ..Policy::default()
+        };
+        assert!(p.allows_write(Path::new("/ws/src/main.rs")));
+        assert!(p.allows_write(Path::new("/tmp/whittle-1/x")));
+        assert!(!p.allows_write(Path::new("/ws/.git/hooks/pre-commit")));
+        assert!(p.allows_read(Path::new("/ws/.git/hooks/pre-commit")));
+        assert!(!p.allows_read(Path::new("/ws/.ssh/id_ed25519")));
+        assert!(!p.allows_read(Path::new("/etc/shadow")));
+        assert!(p.allows_read(Path::new("/etc/passwd")));
+        assert!(!p.allows_write(Path::new("/usr/bin/ls")));
+        assert!(!p.allows_read(Path::new("/root/.bashrc")));
+        assert!(!p.allows_read(Path::new("/tmp/other")));
+        assert!(
+            !p.allows_read(Path::new("/wsx")),
+            "a prefix is not a parent"
+        );
+    }
+
+    #[test]
+    fn a_policy_survives_its_json_form() {
+        let p = Policy {
+            read: vec!["/usr".into()],
+            links: vec![("/bin".into(), "usr/bin".into())],
+            network: true,
+            ..Policy::default()
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<Policy>(&text).unwrap(), p);
+    }
+}

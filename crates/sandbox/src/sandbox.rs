@@ -1,0 +1,284 @@
+//! [`Sandbox`]: what the tools hold to start a command, confined or not.
+
+use crate::error::SandboxError;
+use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
+use crate::policy::Policy;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+/// How the commands of a session run. Cheap to clone; the private temp
+/// folder is removed when the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    mode: Mode,
+    /// Variables the command must not inherit (provider keys).
+    hidden_env: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Mode {
+    Off,
+    Contained {
+        helper: PathBuf,
+    },
+    Confined {
+        helper: PathBuf,
+        policy: Box<Policy>,
+        policy_text: String,
+        _tmp: Option<tempfile::TempDir>,
+    },
+    Refused {
+        reason: String,
+    },
+}
+
+/// What a sandbox does, for `/sandbox` and messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SandboxState {
+    /// Commands run as they are.
+    Off,
+    /// Commands run unconfined, but in a PID namespace of their own: what
+    /// they start ends with them, and with whittle.
+    Contained,
+    /// Commands run confined.
+    Confined,
+    /// Commands are refused: the kernel cannot confine them.
+    Refused,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox::none()
+    }
+}
+
+impl Sandbox {
+    /// No confinement and no hidden variables: commands run exactly as
+    /// whittle would run them without a sandbox (tests, library use).
+    pub fn none() -> Sandbox {
+        Sandbox::off(Vec::new())
+    }
+
+    /// No confinement, but the command does not inherit `hidden_env`.
+    pub fn off(hidden_env: Vec<String>) -> Sandbox {
+        Sandbox::with(Mode::Off, hidden_env)
+    }
+
+    /// Commands run through `helper` (an executable that calls
+    /// [`crate::run_helper_if_asked`] first thing, e.g. whittle itself),
+    /// confined to `policy`. `tmp` is the private temp folder named in the
+    /// policy, kept alive as long as the sandbox.
+    pub fn confined(
+        helper: PathBuf,
+        policy: Policy,
+        tmp: Option<tempfile::TempDir>,
+        hidden_env: Vec<String>,
+    ) -> Result<Sandbox, SandboxError> {
+        let policy_text = serde_json::to_string(&Plan::Confine(policy.clone()))?;
+        Ok(Sandbox::with(
+            Mode::Confined {
+                helper,
+                policy: Box::new(policy),
+                policy_text,
+                _tmp: tmp,
+            },
+            hidden_env,
+        ))
+    }
+
+    /// No confinement, but commands run through `helper` in a PID
+    /// namespace of their own, so nothing they start outlives the call or
+    /// whittle; they do not inherit `hidden_env`.
+    pub fn contained(helper: PathBuf, hidden_env: Vec<String>) -> Sandbox {
+        Sandbox::with(Mode::Contained { helper }, hidden_env)
+    }
+
+    /// Every command is refused with `reason` (the kernel cannot confine).
+    pub fn refusing(reason: impl Into<String>, hidden_env: Vec<String>) -> Sandbox {
+        Sandbox::with(
+            Mode::Refused {
+                reason: reason.into(),
+            },
+            hidden_env,
+        )
+    }
+
+    fn with(mode: Mode, hidden_env: Vec<String>) -> Sandbox {
+        Sandbox {
+            inner: Arc::new(Inner { mode, hidden_env }),
+        }
+    }
+
+    /// Whether commands are confined, refused or run as they are.
+    pub fn state(&self) -> SandboxState {
+        match self.inner.mode {
+            Mode::Off => SandboxState::Off,
+            Mode::Contained { .. } => SandboxState::Contained,
+            Mode::Confined { .. } => SandboxState::Confined,
+            Mode::Refused { .. } => SandboxState::Refused,
+        }
+    }
+
+    /// The policy commands are confined to, when they are.
+    pub fn policy(&self) -> Option<&Policy> {
+        match &self.inner.mode {
+            Mode::Confined { policy, .. } => Some(policy),
+            Mode::Off | Mode::Contained { .. } | Mode::Refused { .. } => None,
+        }
+    }
+
+    /// Why commands are refused, when they are.
+    pub fn refusal(&self) -> Option<&str> {
+        match &self.inner.mode {
+            Mode::Refused { reason } => Some(reason),
+            Mode::Off | Mode::Contained { .. } | Mode::Confined { .. } => None,
+        }
+    }
+
+    /// The variables commands do not inherit.
+    pub fn hidden_env(&self) -> &[String] {
+        &self.inner.hidden_env
+    }
+
+    /// A command that runs `program` with `args`, confined when this
+    /// sandbox confines. The caller sets the working folder (inside the
+    /// policy's folders), standard streams and process group as for any
+    /// command; the confined one's exit code is the program's, or 128 + the
+    /// signal that killed it, or 125 when the sandbox itself failed (its
+    /// reason is then on standard error).
+    pub fn command<S: AsRef<OsStr>>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = S>,
+    ) -> Result<Command, SandboxError> {
+        let mut cmd = match &self.inner.mode {
+            Mode::Off => {
+                let mut c = Command::new(program);
+                c.args(args);
+                c
+            }
+            Mode::Contained { helper } => {
+                let mut c = Command::new(helper);
+                c.arg(HELPER_ARG)
+                    .arg(std::process::id().to_string())
+                    .arg(CONTAIN_TEXT)
+                    .arg("--")
+                    .arg(program)
+                    .args(args);
+                c
+            }
+            Mode::Confined {
+                helper,
+                policy,
+                policy_text,
+                ..
+            } => {
+                // A repository created by the last command is protected now.
+                let fresh = policy
+                    .workspace
+                    .as_ref()
+                    .map(|_| serde_json::to_string(&Plan::Confine(policy.with_current_repos())))
+                    .transpose()?;
+                let mut c = Command::new(helper);
+                c.arg(HELPER_ARG)
+                    .arg(std::process::id().to_string())
+                    .arg(fresh.as_deref().unwrap_or(policy_text))
+                    .arg("--")
+                    .arg(program)
+                    .args(args);
+                if let Some(tmp) = &policy.tmp {
+                    for var in ["TMPDIR", "TMP", "TEMP"] {
+                        c.env(var, tmp);
+                    }
+                }
+                c
+            }
+            Mode::Refused { reason } => {
+                return Err(SandboxError::Unavailable {
+                    reason: reason.clone(),
+                });
+            }
+        };
+        for var in &self.inner.hidden_env {
+            cmd.env_remove(var);
+        }
+        Ok(cmd)
+    }
+}
+
+/// [`Plan::Contain`] as the helper reads it.
+const CONTAIN_TEXT: &str = "\"contain\"";
+
+/// What the kernel can do, found by confining a helper process for real.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI the kernel speaks.
+    pub landlock_abi: i32,
+    /// False when an older kernel lacks some of the rights asked for (the
+    /// mounts still hold the boundary).
+    pub fully_enforced: bool,
+}
+
+/// Checks once whether commands can be confined here, by running the
+/// helper through every step but the command itself: namespaces, mounts,
+/// Landlock, dropping capabilities. The error is one line saying why not.
+pub fn probe(helper: &Path) -> Result<Support, String> {
+    let policy = Policy {
+        read: ["/usr", "/etc"]
+            .iter()
+            .filter_map(|p| Path::new(p).canonicalize().ok())
+            .collect(),
+        ..Policy::default()
+    };
+    let text = serde_json::to_string(&Plan::Confine(policy)).map_err(|e| e.to_string())?;
+    run_probe(helper, &text)
+}
+
+/// Checks whether commands can at least be contained (a PID namespace of
+/// their own) when they are not confined.
+pub fn probe_contain(helper: &Path) -> Result<(), String> {
+    run_probe(helper, CONTAIN_TEXT).map(|_| ())
+}
+
+fn run_probe(helper: &Path, text: &str) -> Result<Support, String> {
+    let out = Command::new(helper)
+        .arg(HELPER_ARG)
+        .arg(std::process::id().to_string())
+        .arg(text)
+        .arg(PROBE_ARG)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find_map(|l| l.strip_prefix(PROBE_LINE));
+    match line {
+        Some(rest) if out.status.success() => {
+            let field = |name: &str| {
+                rest.split_whitespace()
+                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+            };
+            Ok(Support {
+                landlock_abi: field("abi").and_then(|a| a.parse().ok()).unwrap_or(0),
+                fully_enforced: field("full") == Some("true"),
+            })
+        }
+        _ => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let reason = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().trim_start_matches("whittle sandbox: ").to_string())
+                .unwrap_or_else(|| format!("the helper exited with {}", out.status));
+            Err(reason)
+        }
+    }
+}
