@@ -40,6 +40,7 @@ mod import;
 mod paths;
 mod policy;
 mod prompt_cache;
+mod recorded;
 mod report;
 mod stand_in;
 
@@ -50,5 +51,6 @@ pub use import::{
 };
 pub use paths::replay_paths;
 pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
+pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
 pub use report::{ConversationRow, ReplayReport, ReplaySummary};
 pub use stand_in::StandInSummarizer;
