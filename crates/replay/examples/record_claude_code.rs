@@ -44,15 +44,24 @@ fn main() {
     let server = TestServer::start_blocking();
     let cache = Arc::new(Mutex::new(PromptCache::new()));
     let started = Instant::now();
+    // Idle time added to the server's clock (and later to the log) before
+    // the second prompt, for the cache-expiry fixture.
+    let idle_ms = Arc::new(Mutex::new(0u64));
     let script = script(scenario, &project);
+    let clock = idle_ms.clone();
     server.set_fallback(move |request: &RecordedRequest| {
-        let now = started.elapsed().as_millis() as u64;
+        let now = started.elapsed().as_millis() as u64 + *clock.lock().unwrap();
         let usage = cache.lock().unwrap().usage(&request.body, now);
         let mut reply = answer(&script, request);
         reply.usage = usage;
         Step::Reply(reply)
     });
 
+    let gap_ms: u64 = std::env::var("IDLE_GAP_MINUTES")
+        .ok()
+        .and_then(|m| m.parse::<u64>().ok())
+        .map_or(0, |m| m * 60_000);
+    let mut shift_after: Option<u64> = None;
     let prompts: &[(&str, bool)] = match scenario.as_str() {
         "three-calls" => &[(
             "Say hello with echo, then read notes.txt and tell me what it says.",
@@ -68,6 +77,10 @@ fn main() {
         other => panic!("unknown scenario {other}"),
     };
     for (prompt, resume) in prompts {
+        if *resume && gap_ms > 0 {
+            *idle_ms.lock().unwrap() = gap_ms;
+            shift_after = Some(epoch_ms());
+        }
         let mut cmd = Command::new(claude);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -103,7 +116,11 @@ fn main() {
         let wire: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
         std::fs::write(format!("{out}.wire"), serde_json::to_string(&wire).unwrap()).unwrap();
     }
-    std::fs::write(out, strip_prompt_text(&raw)).unwrap();
+    let shifted = match shift_after {
+        Some(after) => shift_timestamps(&raw, after, gap_ms),
+        None => raw,
+    };
+    std::fs::write(out, strip_prompt_text(&shifted)).unwrap();
     eprintln!("wrote {out} from {}", log.display());
 }
 
@@ -203,9 +220,76 @@ fn find_session_log(root: &Path) -> PathBuf {
     found.remove(0)
 }
 
-/// Claude Code's own prompt text replaced by filler of the same length.
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Moves every timestamp at or after `after` (ms since the epoch) later by
+/// `by` ms, as if the person had been away that long before the next prompt.
+fn shift_timestamps(raw: &str, after: u64, by: u64) -> String {
+    raw.lines()
+        .map(|line| {
+            let mut e: Value = serde_json::from_str(line).unwrap();
+            if let Some(t) = e.get("timestamp").and_then(Value::as_str) {
+                let at = humantime::parse_rfc3339_weak(t).unwrap();
+                let ms = at
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as u64;
+                if ms >= after {
+                    let moved = at + std::time::Duration::from_millis(by);
+                    e["timestamp"] = json!(humantime::format_rfc3339_millis(moved).to_string());
+                }
+            }
+            format!("{e}\n")
+        })
+        .collect()
+}
+
+/// Claude Code's own prompt text (system prompt, tool descriptions, prompt
+/// snapshots, the environment message) replaced by filler that serializes
+/// to the same number of characters, so that every size replay measures
+/// stays what Claude Code sent.
 fn strip_prompt_text(raw: &str) -> String {
-    raw.to_string()
+    raw.lines()
+        .map(|line| {
+            let mut e: Value = serde_json::from_str(line).unwrap();
+            match e.get("type").and_then(Value::as_str) {
+                Some("api-request-shape") => fill(&mut e["shape"]),
+                Some("api-request-blob") if e["message"]["role"] == "system" => {
+                    fill(&mut e["message"]["content"]);
+                }
+                Some("attachment") if e["attachment"]["type"] == "prompt_snapshot" => {
+                    fill(&mut e["attachment"]);
+                }
+                _ => {}
+            }
+            format!("{e}\n")
+        })
+        .collect()
+}
+
+/// Every string under `v` (but type tags, names and keys) as filler.
+fn fill(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            let len = serde_json::to_string(s).unwrap().chars().count() - 2;
+            let filler = "Claude Code's own prompt text, not part of this fixture. ";
+            *s = filler.chars().cycle().take(len).collect();
+        }
+        Value::Array(items) => items.iter_mut().for_each(fill),
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if !matches!(k.as_str(), "type" | "name" | "role" | "$schema") {
+                    fill(x);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 const NOTES: &str = "Release checklist\n- update the changelog\n- tag the version\n- announce it\n";

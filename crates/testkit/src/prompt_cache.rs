@@ -12,7 +12,8 @@
 //! after it was last written or read; entries are per model. Tokens are
 //! characters of each block's compact JSON over a ratio, plus a few per
 //! message for its role: not a real tokenizer, but a count that grows with
-//! what was sent, as the real one does.
+//! what was sent, as the real one does. A string `content` counts as the
+//! one text block it stands for.
 //!
 //! [`TestServer`]: crate::TestServer
 
@@ -132,10 +133,11 @@ impl PromptCache {
     /// The prompt's blocks in cache order: tools, system, messages.
     fn blocks(&self, body: &Value) -> Vec<Block> {
         let mut blocks = Vec::new();
+        // A string is the same prompt as one text block holding it.
         let items = |v: Option<&Value>| -> Vec<Value> {
             match v {
                 Some(Value::Array(items)) => items.clone(),
-                Some(Value::String(s)) => vec![Value::String(s.clone())],
+                Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
                 _ => Vec::new(),
             }
         };

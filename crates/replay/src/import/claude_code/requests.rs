@@ -8,8 +8,11 @@
 //!   its breakpoints as `cacheControl` paths (`["system", 1]`,
 //!   `["messages", 3, "content", 0]`) with their `ttl`.
 //!
-//! A request whose shape, base or blobs are missing is not rebuilt; replay
-//! then estimates it, as for older logs.
+//! A message that is in the log as a `user` or `assistant` event (an
+//! assistant's in parts) has no blob: its hash is the SHA-256 of its
+//! `{role, content}` as compact JSON with sorted keys, without
+//! `cache_control`. A request whose shape, base or messages are missing is
+//! not rebuilt; replay then estimates it, as for older logs.
 
 use crate::recorded::{CacheTtl, RequestBlock};
 use serde_json::{Map, Value};
@@ -43,15 +46,58 @@ impl Requests {
     /// the requests built on it).
     pub(super) fn collect<'a>(events: impl Iterator<Item = &'a Map<String, Value>>) -> Self {
         let mut r = Requests::default();
+        // The response being logged in parts: its id and content so far.
+        let mut response: Option<(String, Vec<Value>)> = None;
         for e in events {
             match e.get("type").and_then(Value::as_str) {
                 Some("api-request-shape") => r.add_shape(e),
                 Some("api-request-blob") => r.add_blob(e),
                 Some("api-request") => r.add_request(e),
+                Some("user") => {
+                    if let Some(m) = e.get("message") {
+                        let message = json_message("user", m.get("content"));
+                        r.add_message(&sha256_hex(&message), &message);
+                    }
+                }
+                Some("assistant") => {
+                    let id = e
+                        .get("message")
+                        .and_then(|m| m.get("id"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let parts = match e.get("message").and_then(|m| m.get("content")) {
+                        Some(Value::Array(parts)) => parts.clone(),
+                        Some(Value::String(s)) => vec![text_block(s)],
+                        _ => Vec::new(),
+                    };
+                    let content = match &mut response {
+                        Some((open, content)) if open == id => {
+                            content.extend(parts);
+                            content.clone()
+                        }
+                        _ => {
+                            response = Some((id.to_string(), parts.clone()));
+                            parts
+                        }
+                    };
+                    // Each prefix of the parts may have been sent on its own.
+                    let message = json_message("assistant", Some(&Value::Array(content)));
+                    r.add_message(&sha256_hex(&message), &message);
+                }
                 _ => {}
             }
         }
         r
+    }
+
+    fn add_message(&mut self, hash: &str, message: &Value) {
+        if self.blobs.contains_key(hash) {
+            return;
+        }
+        let mut blob = Map::new();
+        blob.insert("hash".into(), Value::String(hash.to_string()));
+        blob.insert("message".into(), message.clone());
+        self.add_blob(&blob);
     }
 
     fn add_shape(&mut self, e: &Map<String, Value>) {
@@ -177,6 +223,38 @@ impl Requests {
             }
         }
         Some(blocks)
+    }
+}
+
+/// `{role, content}` as a logged message.
+fn json_message(role: &str, content: Option<&Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), Value::String(role.into()));
+    m.insert("content".into(), content.cloned().unwrap_or(Value::Null));
+    Value::Object(m)
+}
+
+/// The SHA-256, in hex, of `value` as compact JSON with sorted keys and no
+/// `cache_control`: how Claude Code names a message.
+fn sha256_hex(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(canonical(value).to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().filter(|k| *k != "cache_control").collect();
+            keys.sort();
+            let mut sorted = Map::new();
+            for k in keys {
+                sorted.insert(k.clone(), canonical(&o[k]));
+            }
+            Value::Object(sorted)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
     }
 }
 
