@@ -177,9 +177,17 @@ mod tests {
                 format: "claude-code".into(),
                 messages: 10,
                 reports: vec![none.clone(), default.clone()],
+                measured: whittle_replay::Measured::Assumed,
+                chars_per_token: 4.0,
+                overhead_tokens: 0,
+                recorded: None,
+                none_vs_recorded: None,
             }],
             totals: vec![none, default],
             errors: vec!["bad.json: the file is empty".into()],
+            recorded: None,
+            none_on_recorded: None,
+            none_vs_recorded: None,
         };
         let table = render_table(&summary);
         let lines: Vec<&str> = table.lines().collect();

@@ -6,10 +6,20 @@
 //! would have been sent is measured (tokens = characters / `chars_per_token`),
 //! validated, and priced by the [prompt-cache simulator](crate::prompt_cache).
 //! Then the recorded answer is appended and the replay goes on.
+//!
+//! With a recording ([`replay_recorded`]), every request also carries the
+//! conversation's calibrated overhead, tokens use its calibrated ratio, the
+//! cache expires over the recorded idle gaps, and `none` makes the requests
+//! as the recording agent made them: restarted at its own compactions, and
+//! exactly as logged when the log has them.
 
+use crate::calibration::{Calibration, Measured};
+use crate::import::Conversation;
 use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
-use crate::prompt_cache::PromptCache;
+use crate::prompt_cache::{CallTime, PromptCache, hash};
+use crate::recorded::RecordedCall;
 use crate::report::ReplayReport;
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 use whittle_context::{
@@ -23,9 +33,12 @@ use whittle_context::{
 struct Counting<'a, 'c> {
     inner: &'a mut dyn Summarizer,
     cache: PromptCache<'c>,
+    /// The call the summaries are made for.
+    time: CallTime,
     calls: u64,
     read_tokens: u64,
     write_tokens: u64,
+    write_1h_tokens: u64,
     fresh_tokens: u64,
     output_chars: usize,
 }
@@ -40,9 +53,12 @@ impl Summarizer for Counting<'_, '_> {
         let instruction = CONTINUATION_INSTRUCTION.len() + focus.map_or(0, str::len);
         match input {
             SummaryInput::Continuation(messages) => {
-                let (read, write) = self.cache.price(messages, None, instruction, None);
-                self.read_tokens += read;
-                self.write_tokens += write;
+                let priced = self
+                    .cache
+                    .price(messages, None, instruction, None, self.time);
+                self.read_tokens += priced.read;
+                self.write_tokens += priced.write;
+                self.write_1h_tokens += priced.write_1h;
             }
             SummaryInput::Transcript(t) => {
                 self.fresh_tokens += self.cache.config.tokens(t.chars().count() + instruction);
@@ -55,7 +71,8 @@ impl Summarizer for Counting<'_, '_> {
 }
 
 /// Replays `messages` (one recorded conversation) under `policy`, with the
-/// store under `store_dir` (which should be empty).
+/// store under `store_dir` (which should be empty). Nothing is known of the
+/// recording but its messages: see [`replay_recorded`] for the rest.
 pub fn replay_conversation(
     id: &str,
     messages: &[Message],
@@ -65,8 +82,91 @@ pub fn replay_conversation(
     summarizer: &mut dyn Summarizer,
     store_dir: &Path,
 ) -> ReplayReport {
+    let recording = Recording {
+        overhead_chars: 0,
+        calls: HashMap::new(),
+        restarts: &[],
+        exact: false,
+        billed: false,
+    };
+    replay(
+        id, messages, system, &recording, policy, config, summarizer, store_dir,
+    )
+}
+
+/// Replays a recorded conversation under `policy` with what the recording
+/// says about its calls (see the module documentation), measured as
+/// `calibration` says, with the store under `store_dir` (which should be empty).
+pub fn replay_recorded(
+    conversation: &Conversation,
+    calibration: &Calibration,
+    policy: Policy,
+    config: &ReplayConfig,
+    summarizer: &mut dyn Summarizer,
+    store_dir: &Path,
+) -> ReplayReport {
+    let config = ReplayConfig {
+        chars_per_token: calibration.chars_per_token,
+        ..config.clone()
+    };
+    let restarts: Vec<usize> = conversation
+        .compaction_boundaries
+        .iter()
+        .map(|b| b.index)
+        .collect();
+    let recording = Recording {
+        overhead_chars: calibration.overhead_chars,
+        calls: conversation.calls.iter().map(|c| (c.message, c)).collect(),
+        restarts: if policy == Policy::None {
+            &restarts
+        } else {
+            &[]
+        },
+        // All or nothing: rebuilt and estimated requests share no prefix.
+        exact: calibration.measured == Measured::Exact,
+        billed: calibration.measured != Measured::Assumed,
+    };
+    replay(
+        &conversation.id,
+        &conversation.messages,
+        conversation.system.as_deref(),
+        &recording,
+        policy,
+        &config,
+        summarizer,
+        store_dir,
+    )
+}
+
+/// What replay knows of a recording besides its messages.
+struct Recording<'a> {
+    /// Characters every request carries besides the system text and messages.
+    overhead_chars: usize,
+    /// The recorded calls, by the index of their answer.
+    calls: HashMap<usize, &'a RecordedCall>,
+    /// Where the history restarts (the recording agent's own compactions).
+    restarts: &'a [usize],
+    /// Whether `none` sends the requests rebuilt from the log.
+    exact: bool,
+    /// Whether the recorded usage is the bill of these requests (then the
+    /// answers' output is priced as billed).
+    billed: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replay(
+    id: &str,
+    messages: &[Message],
+    system: Option<&str>,
+    recording: &Recording<'_>,
+    policy: Policy,
+    config: &ReplayConfig,
+    summarizer: &mut dyn Summarizer,
+    store_dir: &Path,
+) -> ReplayReport {
     let store = Store::new(store_dir);
-    let system_chars = system.map_or(0, |s| s.chars().count());
+    // Everything a request carries besides the messages.
+    let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
     let mut compactor = match policy {
         Policy::None | Policy::Mask => None,
         Policy::Teaching => Some(Compactor::new(
@@ -97,18 +197,36 @@ pub fn replay_conversation(
     let mut counting = Counting {
         inner: summarizer,
         cache: PromptCache::new(config, system.unwrap_or(""), system_chars),
+        time: CallTime::default(),
         calls: 0,
         read_tokens: 0,
         write_tokens: 0,
+        write_1h_tokens: 0,
         fresh_tokens: 0,
         output_chars: 0,
     };
+    if let Some(warm) = recording
+        .calls
+        .values()
+        .min_by_key(|c| c.message)
+        .and_then(|c| c.usage)
+    {
+        counting.cache.prewarm(warm.cache_read_tokens);
+    }
     let mut history = History::default();
+    // Where the history last restarted: what came before is the recording's loss.
+    let mut restarted_at = 0;
     let mut request = String::new();
     let mut times = Vec::new();
+    let mut last_call: Option<CallTime> = None;
     let mut i = 0;
     while i < messages.len() {
         let m = &messages[i];
+        if recording.restarts.contains(&i) {
+            history.replace_all(Vec::new());
+            counting.cache.forget_hashes();
+            restarted_at = i;
+        }
         if m.role() == Role::User {
             if is_user_input(m) {
                 request = m.text();
@@ -124,8 +242,42 @@ pub fn replay_conversation(
             i += 1;
             continue;
         }
+        let recorded = recording.calls.get(&i).copied();
+        let time = CallTime {
+            at_ms: recorded.and_then(|c| c.at_ms),
+            ttl: recorded.and_then(|c| c.cache_ttl).unwrap_or_default(),
+            model: hash(&recorded.and_then(|c| c.model.as_deref())),
+        };
+        counting.time = time;
+        // The cache went cold over an idle gap: rewriting a shorter history costs less.
+        let cold = match (
+            last_call.and_then(|l| l.at_ms.map(|at| (at, l.ttl))),
+            time.at_ms,
+        ) {
+            (Some((before, ttl)), Some(now)) => now.saturating_sub(before) > ttl.millis(),
+            _ => false,
+        };
+        last_call = Some(time);
         let started = Instant::now();
         let mut applied: Vec<Step> = Vec::new();
+        if cold && policy == Policy::Default && config.tidy_when_cold {
+            let cold_limits = Limits {
+                context_limit: 0,
+                target: 0,
+                clear_at_least: 0,
+                ..config.default_limits()
+            };
+            let cx = Ctx {
+                limits: &cold_limits,
+                store: &store,
+                meter: &CharMeter,
+            };
+            if let Some(r) = micro_compact(&mut history, &cx)
+                && r.applied()
+            {
+                *report.steps.entry(COLD_TIDY.to_string()).or_default() += 1;
+            }
+        }
         match (&mut compactor, policy) {
             (Some(c), _) => {
                 let outcome = c.prepare(&mut history, &request, &mut counting);
@@ -166,7 +318,14 @@ pub fn replay_conversation(
         if validate(history.messages()).is_err() {
             report.invalid_requests += 1;
         }
-        let tokens = config.tokens(history.chars() + system_chars);
+        // `none` sends what the recording agent sent, exactly when it was logged.
+        let exact = recorded
+            .and_then(|c| c.request.as_deref())
+            .filter(|_| policy == Policy::None && recording.exact);
+        let tokens = match exact {
+            Some(blocks) => config.tokens(blocks.iter().map(|b| b.chars).sum()),
+            None => config.tokens(history.chars() + system_chars),
+        };
         if tokens > config.window_tokens {
             report.over_window += 1;
             report.overflow_calls.push(report.calls);
@@ -183,41 +342,55 @@ pub fn replay_conversation(
                 },
             ),
         };
-        let (read, write) =
-            counting
-                .cache
-                .price(history.messages(), Some(history.epoch()), 0, anchor);
+        let priced = match exact {
+            Some(blocks) => {
+                report.exact_requests += 1;
+                counting.cache.price_blocks(blocks, time)
+            }
+            None => {
+                counting
+                    .cache
+                    .price(history.messages(), Some(history.epoch()), 0, anchor, time)
+            }
+        };
         history.mark();
         report.input_tokens += tokens;
-        report.cache_read_tokens += read;
-        report.cache_write_tokens += write;
-        report.uncached_tokens += tokens.saturating_sub(read + write);
+        report.cache_read_tokens += priced.read;
+        report.cache_write_tokens += priced.write;
+        report.cache_write_1h_tokens += priced.write_1h;
+        report.uncached_tokens += tokens.saturating_sub(priced.read + priced.write);
         report.calls += 1;
 
-        // The recorded answer: this and any directly following assistant messages.
+        // The recorded answer: this and any directly following assistant
+        // messages, billed as recorded when the recording says.
+        let billed = recorded
+            .and_then(|c| c.usage)
+            .filter(|_| recording.billed)
+            .map(|u| u.output_tokens);
+        let mut estimated = 0;
         while i < messages.len() && messages[i].role() == Role::Assistant {
-            report.output_tokens += config.tokens(content_chars(&messages[i]));
+            estimated += config.tokens(content_chars(&messages[i]));
             history.push(messages[i].clone());
             i += 1;
         }
+        report.output_tokens += billed.unwrap_or(estimated);
     }
 
     report.summarize_calls = counting.calls;
     report.summarize_input_tokens =
         counting.read_tokens + counting.write_tokens + counting.fresh_tokens;
     report.output_tokens += config.tokens(counting.output_chars);
-    let p = config.prices;
-    let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
-    report.cost_usd = per(
+    let writes = report.cache_write_tokens + counting.write_tokens;
+    let writes_1h = report.cache_write_1h_tokens + counting.write_1h_tokens;
+    report.cost_usd = config.prices.cost_usd(
+        report.uncached_tokens + counting.fresh_tokens,
         report.cache_read_tokens + counting.read_tokens,
-        p.input * p.cache_read_multiplier,
-    ) + per(
-        report.cache_write_tokens + counting.write_tokens,
-        p.input * p.cache_write_multiplier,
-    ) + per(report.uncached_tokens + counting.fresh_tokens, p.input)
-        + per(report.output_tokens, p.output);
+        writes - writes_1h,
+        writes_1h,
+        report.output_tokens,
+    );
     report.unrecoverable_chars =
-        check_recovery(messages, &history, &store).unrecoverable_chars as u64;
+        check_recovery(&messages[restarted_at..], &history, &store).unrecoverable_chars as u64;
     report.pipeline_us_by_call = times.clone();
     times.sort_unstable();
     report.pipeline_us_median = times.get(times.len() / 2).copied().unwrap_or(0);
@@ -225,6 +398,9 @@ pub fn replay_conversation(
     report.pipeline_us_total = times.iter().sum();
     report
 }
+
+/// The step key under which cold-cache tidying is counted.
+pub const COLD_TIDY: &str = "micro_compact_when_cold";
 
 /// Whether a user message is input from the person (not tool results).
 fn is_user_input(m: &Message) -> bool {

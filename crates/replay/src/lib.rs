@@ -35,20 +35,24 @@
 //! assert_eq!((report.calls, report.over_window, report.unrecoverable_chars), (1, 0, 0));
 //! ```
 
+mod calibration;
 mod conversation;
 mod import;
 mod paths;
 mod policy;
 mod prompt_cache;
+mod recorded;
 mod report;
 mod stand_in;
 
-pub use conversation::replay_conversation;
+pub use calibration::{Calibration, Measured, calibrate};
+pub use conversation::{COLD_TIDY, replay_conversation, replay_recorded};
 pub use import::{
     Boundary, Conversation, Format, INTERRUPTED, ImportError, ImportedFile, MISSING_OPENING,
     RAW_ARGUMENTS_KEY, import_path, import_tree, trace_files,
 };
 pub use paths::replay_paths;
 pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
-pub use report::{ConversationRow, ReplayReport, ReplaySummary};
+pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
+pub use report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
 pub use stand_in::StandInSummarizer;

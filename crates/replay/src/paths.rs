@@ -1,10 +1,11 @@
 //! Running replay over trace files and folders: import each, replay every
 //! conversation under every policy, and total the reports.
 
-use crate::conversation::replay_conversation;
+use crate::calibration::calibrate;
+use crate::conversation::replay_recorded;
 use crate::import::import_tree;
 use crate::policy::{Policy, ReplayConfig};
-use crate::report::{ConversationRow, ReplayReport, ReplaySummary};
+use crate::report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tempfile::TempDir;
@@ -35,7 +36,11 @@ pub fn replay_paths(
             })
             .collect(),
         errors: Vec::new(),
+        recorded: None,
+        none_on_recorded: None,
+        none_vs_recorded: None,
     };
+    let none_column = policies.iter().position(|p| *p == Policy::None);
     for path in paths {
         for file in import_tree(path) {
             let conversations = match file.result {
@@ -46,12 +51,20 @@ pub fn replay_paths(
                 }
             };
             for c in conversations {
+                let calibration = calibrate(&c, config);
                 let mut row = ConversationRow {
                     id: c.id.clone(),
                     source: c.source.clone(),
                     format: c.format.name().to_string(),
                     messages: c.messages.len(),
                     reports: Vec::new(),
+                    measured: calibration.measured,
+                    chars_per_token: calibration.chars_per_token,
+                    overhead_tokens: (calibration.overhead_chars as f64
+                        / calibration.chars_per_token)
+                        .round() as u64,
+                    recorded: RecordedTotals::of(&c, &config.prices),
+                    none_vs_recorded: None,
                 };
                 for (k, policy) in policies.iter().enumerate() {
                     let scratch = match scratch_store() {
@@ -64,10 +77,9 @@ pub fn replay_paths(
                         }
                     };
                     let mut s = summarizer();
-                    let report = replay_conversation(
-                        &c.id,
-                        &c.messages,
-                        c.system.as_deref(),
+                    let report = replay_recorded(
+                        &c,
+                        &calibration,
                         *policy,
                         config,
                         s.as_mut(),
@@ -76,23 +88,53 @@ pub fn replay_paths(
                     summary.totals[k].absorb(&report);
                     row.reports.push(report);
                 }
+                if let (Some(recorded), Some(none)) =
+                    (&row.recorded, none_column.and_then(|k| row.reports.get(k)))
+                {
+                    row.none_vs_recorded = Some(ErrorPct::of(none, recorded));
+                    summary
+                        .recorded
+                        .get_or_insert_with(RecordedTotals::default)
+                        .absorb(recorded);
+                    summary
+                        .none_on_recorded
+                        .get_or_insert_with(|| ReplayReport {
+                            conversation: "total".into(),
+                            policy: Policy::None.name().into(),
+                            ..ReplayReport::default()
+                        })
+                        .absorb(none);
+                }
                 summary.conversations.push(row);
             }
         }
     }
+    if let (Some(recorded), Some(none)) = (&summary.recorded, &summary.none_on_recorded) {
+        summary.none_vs_recorded = Some(ErrorPct::of(none, recorded));
+    }
     summary
 }
 
-/// A fresh, empty folder for one replay's store, removed when dropped.
+/// The length, in characters, of every scratch store's path.
 ///
-/// Named `whittle-replay-<pid>-<n>` rather than randomly: placeholders quote
-/// the store's paths, so the length of the name is part of every measured
-/// size, and this keeps the numbers those of earlier versions.
+/// Placeholders quote the store's paths, so the path's length is part of
+/// every measured size: padded to one length, the numbers do not depend on
+/// where the temporary folder is (`TMPDIR`), the process id or the count.
+const STORE_PATH_CHARS: usize = 64;
+
+/// A fresh, empty folder for one replay's store, removed when dropped; its
+/// path is [`STORE_PATH_CHARS`] long wherever the temporary folder is
+/// (longer only when the temporary folder's own path leaves no room).
 fn scratch_store() -> std::io::Result<TempDir> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let parent = std::env::temp_dir();
+    let name = format!("whittle-replay-{}-{n}-", std::process::id());
+    // The parent, a separator, the name, the padding.
+    let used = parent.to_string_lossy().chars().count() + 1 + name.chars().count();
+    let padding = "x".repeat(STORE_PATH_CHARS.saturating_sub(used).min(200));
     tempfile::Builder::new()
-        .prefix(&format!("whittle-replay-{}-{n}", std::process::id()))
+        .prefix(&format!("{name}{padding}"))
         .rand_bytes(0)
-        .tempdir()
+        .tempdir_in(parent)
 }

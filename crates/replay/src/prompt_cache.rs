@@ -1,53 +1,113 @@
 //! The prompt-cache cost simulator: which part of each request Anthropic's
-//! cache would have served, priced as our provider uses the cache.
+//! cache would have served, priced as the API bills it.
 //!
-//! Breakpoints sit after the system prompt, at the pipeline's cache anchor
-//! and on the newest message; a cached prefix is read back when a later
-//! request starts with it (looked up within `cache_lookback` messages before
-//! each breakpoint, as the API does with blocks); prefixes shorter than
-//! `min_cacheable_tokens` are never cached.
+//! A request is a prefix (the system prompt and tool definitions, or their
+//! estimated size) followed by messages. Breakpoints sit after the prefix,
+//! at the pipeline's cache anchor and on the newest message; a request
+//! rebuilt from the recording has the recording's own breakpoints instead. A
+//! cached prefix is read back when a later request starts with it (looked
+//! up within `cache_lookback` blocks before each breakpoint, as the API
+//! does); prefixes shorter than `min_cacheable_tokens` are never cached.
+//! Entries belong to one model, and live for their TTL (5 minutes, or an
+//! hour when asked) after they were last written or read: when the
+//! recording has timestamps, a call after a longer idle gap writes again
+//! what it would have read.
 
 use crate::policy::ReplayConfig;
-use std::collections::HashSet;
+use crate::recorded::{CacheTtl, RequestBlock};
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use whittle_context::Message;
 
-/// Anthropic's prompt cache as our provider uses it.
+/// When and how one request is made.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallTime {
+    /// Milliseconds since the epoch; `None` when the recording has no time,
+    /// and then nothing expires.
+    pub at_ms: Option<u64>,
+    /// The lifetime the request asks for.
+    pub ttl: CacheTtl,
+    /// Identifies the model: entries of another model are not read.
+    pub model: u64,
+}
+
+/// What one request cost in cache terms, in tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Priced {
+    pub read: u64,
+    pub write: u64,
+    /// Of `write`, those written for an hour.
+    pub write_1h: u64,
+    /// Every token of the request.
+    pub total: u64,
+}
+
+/// Anthropic's prompt cache over one conversation.
 pub(crate) struct PromptCache<'a> {
     pub(crate) config: &'a ReplayConfig,
-    system_hash: u64,
-    system_chars: usize,
-    /// Prefix hashes written to the cache.
-    written: HashSet<u64>,
+    prefix_hash: u64,
+    prefix_chars: usize,
+    /// Prefix hash to (expiry in ms, lifetime in ms).
+    written: HashMap<u64, (u64, u64)>,
     /// Per-message hashes of the last request, valid while the history's
     /// epoch is unchanged (only appends since).
     hashes: Vec<u64>,
     epoch: Option<u64>,
+    /// Tokens of the first request the cache already holds (read from the
+    /// recording's first call); consumed by the first request.
+    prewarm_tokens: Option<u64>,
+    /// Characters of the prefix that are a cached prefix of their own (the
+    /// part of the system prompt other sessions share), when known.
+    shared_chars: Option<usize>,
 }
 
 impl<'a> PromptCache<'a> {
-    pub(crate) fn new(config: &'a ReplayConfig, system: &str, system_chars: usize) -> Self {
+    /// A cold cache for requests that start with `prefix` (the system
+    /// prompt, or anything standing for it) of `prefix_chars` characters.
+    pub(crate) fn new(config: &'a ReplayConfig, prefix: &str, prefix_chars: usize) -> Self {
         PromptCache {
             config,
-            system_hash: hash(&system),
-            system_chars,
-            written: HashSet::new(),
+            prefix_hash: hash(&prefix),
+            prefix_chars,
+            written: HashMap::new(),
             hashes: Vec::new(),
             epoch: None,
+            prewarm_tokens: None,
+            shared_chars: None,
         }
     }
 
-    /// Prices a request made of `messages` plus `extra_chars` of new text
-    /// after them; returns (read, written) tokens and records what it writes.
-    /// With `epoch` (the history's), message hashes are reused across calls
-    /// while the history only grows; without, they are computed afresh.
+    /// Says that the first request's first `tokens` were cached before the
+    /// recording began (by earlier sessions with the same system prompt).
+    /// When that is less than the prefix, the prefix's first `tokens` become
+    /// a cached prefix of their own, as the system prompt's shared part is.
+    pub(crate) fn prewarm(&mut self, tokens: u64) {
+        self.prewarm_tokens = Some(tokens);
+        let chars = (tokens as f64 * self.config.chars_per_token).floor() as usize;
+        if tokens > 0 && chars < self.prefix_chars {
+            self.shared_chars = Some(chars);
+        }
+    }
+
+    /// Forgets the message hashes of the last request (after the history
+    /// was replaced by something the epoch does not tell).
+    pub(crate) fn forget_hashes(&mut self) {
+        self.hashes.clear();
+        self.epoch = None;
+    }
+
+    /// Prices a request made of the prefix, `messages`, and `extra_chars`
+    /// of new text after them, and records what it writes. With `epoch`
+    /// (the history's), message hashes are reused across calls while the
+    /// history only grows; without, they are computed afresh.
     pub(crate) fn price(
         &mut self,
         messages: &[Message],
         epoch: Option<u64>,
         extra_chars: usize,
         anchor: Option<usize>,
-    ) -> (u64, u64) {
+        time: CallTime,
+    ) -> Priced {
         let fresh: Vec<u64>;
         let hashes: &[u64] = match epoch {
             Some(epoch) => {
@@ -71,12 +131,19 @@ impl<'a> PromptCache<'a> {
         };
 
         // Prefix hashes and token positions at every message boundary.
-        let mut prefix = Vec::with_capacity(messages.len() + 1);
-        let mut tokens_at = Vec::with_capacity(messages.len() + 1);
-        let mut h = self.system_hash;
+        let mut prefix = Vec::with_capacity(messages.len() + 2);
+        let mut tokens_at = Vec::with_capacity(messages.len() + 2);
+        let mut shared = Vec::new();
+        if let Some(chars) = self.shared_chars {
+            prefix.push(hash(&(time.model, self.prefix_hash, chars)));
+            tokens_at.push(self.config.tokens(chars));
+            shared.push((0, time.ttl));
+        }
+        let start = prefix.len();
+        let mut h = hash(&(time.model, self.prefix_hash));
         // Counted as the history's JSON array is (`[`, messages, commas), so
         // the whole request measures exactly what the meter says.
-        let mut chars = self.system_chars + 1;
+        let mut chars = self.prefix_chars + 1;
         prefix.push(h);
         tokens_at.push(self.config.tokens(chars));
         for (m, mh) in messages.iter().zip(hashes) {
@@ -85,45 +152,117 @@ impl<'a> PromptCache<'a> {
             prefix.push(h);
             tokens_at.push(self.config.tokens(chars));
         }
-        let n = messages.len();
+        let mut n = messages.len();
         if extra_chars > 0 {
             // The extra text is a message of its own after the history.
             h = hash(&(h, extra_chars));
             chars += extra_chars + 1;
             prefix.push(h);
             tokens_at.push(self.config.tokens(chars));
+            n += 1;
         }
-        let n = if extra_chars > 0 { n + 1 } else { n };
-        let total = *tokens_at.last().unwrap_or(&0);
-        // Breakpoints: after the system prompt (0), at the anchor, and on the
-        // newest message (n). A hit is looked up at each breakpoint and up to
-        // `cache_lookback` messages before it; the longest one is read.
-        let mut breakpoints = vec![0, n];
-        breakpoints.extend(anchor.filter(|a| *a < n));
-        let hit = breakpoints
-            .iter()
-            .flat_map(|b| (b.saturating_sub(self.config.cache_lookback)..=*b).rev())
-            .filter(|k| {
-                self.written.contains(&prefix[*k])
-                    && tokens_at[*k] >= self.config.min_cacheable_tokens
-            })
-            .max();
-        let read = hit.map_or(0, |k| tokens_at[k]);
-        for k in breakpoints {
-            if tokens_at[k] >= self.config.min_cacheable_tokens {
-                self.written.insert(prefix[k]);
+        // Breakpoints: after the prefix's shared part, after the prefix (0),
+        // at the anchor, and on the newest message (n).
+        let mut breakpoints = shared;
+        breakpoints.extend([(start, time.ttl), (start + n, time.ttl)]);
+        breakpoints.extend(anchor.filter(|a| *a < n).map(|a| (start + a, time.ttl)));
+        self.settle(&prefix, &tokens_at, &breakpoints, time)
+    }
+
+    /// Prices a request rebuilt from the recording, block by block, with its
+    /// own breakpoints.
+    pub(crate) fn price_blocks(&mut self, blocks: &[RequestBlock], time: CallTime) -> Priced {
+        let mut prefix = Vec::with_capacity(blocks.len() + 1);
+        let mut tokens_at = Vec::with_capacity(blocks.len() + 1);
+        let mut h = hash(&time.model);
+        let mut chars = 0;
+        prefix.push(h);
+        tokens_at.push(0);
+        let mut breakpoints = Vec::new();
+        for (i, b) in blocks.iter().enumerate() {
+            h = hash(&(h, b.hash));
+            chars += b.chars;
+            prefix.push(h);
+            tokens_at.push(self.config.tokens(chars));
+            if let Some(ttl) = b.breakpoint {
+                breakpoints.push((i + 1, ttl));
             }
         }
-        let write = if total >= self.config.min_cacheable_tokens {
-            total - read
-        } else {
-            0
+        self.settle(&prefix, &tokens_at, &breakpoints, time)
+    }
+
+    /// Looks the request up at its breakpoints, keeps alive what it reads,
+    /// and writes every breakpoint's prefix.
+    fn settle(
+        &mut self,
+        prefix: &[u64],
+        tokens_at: &[u64],
+        breakpoints: &[(usize, CacheTtl)],
+        time: CallTime,
+    ) -> Priced {
+        let now = time.at_ms.unwrap_or(0);
+        let never = time.at_ms.is_none();
+        let min = self.config.min_cacheable_tokens;
+        let total = tokens_at.last().copied().unwrap_or(0);
+        if let Some(warm) = self.prewarm_tokens.take() {
+            for (k, h) in prefix.iter().enumerate() {
+                if tokens_at[k] >= min && tokens_at[k] <= warm {
+                    self.written.insert(*h, (now, time.ttl.millis()));
+                }
+            }
+        }
+        let alive = |written: &HashMap<u64, (u64, u64)>, h: &u64| {
+            written
+                .get(h)
+                .is_some_and(|(expiry, _)| never || *expiry >= now)
         };
-        (read, write)
+        let hit = breakpoints
+            .iter()
+            .flat_map(|(b, _)| (b.saturating_sub(self.config.cache_lookback)..=*b).rev())
+            .filter(|k| tokens_at[*k] >= min && alive(&self.written, &prefix[*k]))
+            .max();
+        let read = hit.map_or(0, |k| tokens_at[k]);
+        if let Some(hit) = hit {
+            // A read keeps alive every entry on the prefix it read.
+            for h in &prefix[..=hit] {
+                if let Some((expiry, ttl)) = self.written.get_mut(h) {
+                    *expiry = (*expiry).max(now + *ttl);
+                }
+            }
+        }
+        let mut write = 0;
+        let mut write_1h = 0;
+        let mut from = read;
+        let mut sorted: Vec<(usize, CacheTtl)> = breakpoints.to_vec();
+        sorted.sort_unstable_by_key(|(b, _)| *b);
+        for (b, ttl) in sorted {
+            let upto = tokens_at[b];
+            if upto < min {
+                continue;
+            }
+            let life = ttl.millis();
+            let entry = self.written.entry(prefix[b]).or_insert((0, life));
+            entry.1 = entry.1.max(life);
+            entry.0 = entry.0.max(now + entry.1);
+            if upto > from {
+                write += upto - from;
+                if ttl == CacheTtl::OneHour {
+                    write_1h += upto - from;
+                }
+                from = upto;
+            }
+        }
+        // What follows the last breakpoint (in a recorded request) is plain input.
+        Priced {
+            read,
+            write,
+            write_1h,
+            total,
+        }
     }
 }
 
-fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
+pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
     let mut h = DefaultHasher::new();
     value.hash(&mut h);
     h.finish()

@@ -1,6 +1,8 @@
 //! What a replay measured, as plain data: the table for people and the
 //! `--json` for machines are both made from these.
 
+use crate::calibration::Measured;
+use crate::import::Conversation;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use whittle_llm::Prices;
@@ -22,6 +24,8 @@ pub struct ReplayReport {
     pub cache_read_tokens: u64,
     /// Of those, written to the cache.
     pub cache_write_tokens: u64,
+    /// Of the writes, those for an hour (priced higher).
+    pub cache_write_1h_tokens: u64,
     /// Of those, neither (uncached input).
     pub uncached_tokens: u64,
     /// Output tokens of the recorded answers and of summaries.
@@ -52,6 +56,8 @@ pub struct ReplayReport {
     /// the cost stays flat as a session grows. Not in JSON (one per call).
     #[serde(skip)]
     pub pipeline_us_by_call: Vec<u64>,
+    /// Calls measured as the recording logged them, not rebuilt from messages.
+    pub exact_requests: u64,
 }
 
 impl ReplayReport {
@@ -71,6 +77,8 @@ impl ReplayReport {
         self.input_tokens += other.input_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.cache_write_1h_tokens += other.cache_write_1h_tokens;
+        self.exact_requests += other.exact_requests;
         self.uncached_tokens += other.uncached_tokens;
         self.output_tokens += other.output_tokens;
         self.summarize_calls += other.summarize_calls;
@@ -88,6 +96,99 @@ impl ReplayReport {
     }
 }
 
+/// What the recording says was billed, summed over its calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RecordedTotals {
+    /// Calls with recorded usage.
+    pub calls: u64,
+    /// Input neither read from nor written to the cache.
+    pub uncached_tokens: u64,
+    /// Input read from the cache.
+    pub cache_read_tokens: u64,
+    /// Input written to the cache.
+    pub cache_write_tokens: u64,
+    /// Of the writes, those for an hour.
+    pub cache_write_1h_tokens: u64,
+    /// Output.
+    pub output_tokens: u64,
+    /// The cost of all of it with the run's prices.
+    pub cost_usd: f64,
+}
+
+impl RecordedTotals {
+    /// The billed totals of `c`, priced with `prices`; `None` when no call
+    /// has recorded usage.
+    pub fn of(c: &Conversation, prices: &Prices) -> Option<RecordedTotals> {
+        let mut t = RecordedTotals::default();
+        for u in c.calls.iter().filter_map(|call| call.usage) {
+            t.calls += 1;
+            t.uncached_tokens += u.input_tokens;
+            t.cache_read_tokens += u.cache_read_tokens;
+            t.cache_write_tokens += u.cache_write_tokens;
+            t.cache_write_1h_tokens += u.cache_write_1h_tokens.min(u.cache_write_tokens);
+            t.output_tokens += u.output_tokens;
+        }
+        t.cost_usd = prices.cost_usd(
+            t.uncached_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens - t.cache_write_1h_tokens,
+            t.cache_write_1h_tokens,
+            t.output_tokens,
+        );
+        (t.calls > 0).then_some(t)
+    }
+
+    /// Adds `other` into `self` (for totals).
+    pub fn absorb(&mut self, other: &RecordedTotals) {
+        self.calls += other.calls;
+        self.uncached_tokens += other.uncached_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cache_write_1h_tokens += other.cache_write_1h_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// How far a replay is from the bill, in percent of the billed value
+/// (positive: the replay says more); `None` where the bill says 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ErrorPct {
+    /// Model calls.
+    pub calls: Option<f64>,
+    /// Uncached input.
+    pub uncached: Option<f64>,
+    /// Cache reads.
+    pub cache_read: Option<f64>,
+    /// Cache writes.
+    pub cache_write: Option<f64>,
+    /// Cost.
+    pub cost: Option<f64>,
+}
+
+impl ErrorPct {
+    /// `replay` (the `none` policy) against `recorded`.
+    pub fn of(replay: &ReplayReport, recorded: &RecordedTotals) -> ErrorPct {
+        let pct = |ours: f64, billed: f64| (billed > 0.0).then(|| 100.0 * (ours - billed) / billed);
+        ErrorPct {
+            calls: pct(replay.calls as f64, recorded.calls as f64),
+            uncached: pct(
+                replay.uncached_tokens as f64,
+                recorded.uncached_tokens as f64,
+            ),
+            cache_read: pct(
+                replay.cache_read_tokens as f64,
+                recorded.cache_read_tokens as f64,
+            ),
+            cache_write: pct(
+                replay.cache_write_tokens as f64,
+                recorded.cache_write_tokens as f64,
+            ),
+            cost: pct(replay.cost_usd, recorded.cost_usd),
+        }
+    }
+}
+
 /// One conversation's reports, one per policy.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ConversationRow {
@@ -101,6 +202,17 @@ pub struct ConversationRow {
     pub messages: usize,
     /// One report per policy, in the run's policy order.
     pub reports: Vec<ReplayReport>,
+    /// How its requests were measured.
+    pub measured: Measured,
+    /// The characters per token used for it.
+    pub chars_per_token: f64,
+    /// Tokens every request carried besides the messages (system prompt,
+    /// tools, injected context), as calibrated.
+    pub overhead_tokens: u64,
+    /// What was billed, when the recording says.
+    pub recorded: Option<RecordedTotals>,
+    /// The `none` policy against the bill, when both are there.
+    pub none_vs_recorded: Option<ErrorPct>,
 }
 
 /// Everything a `whittle replay` run measured.
@@ -120,4 +232,10 @@ pub struct ReplaySummary {
     pub totals: Vec<ReplayReport>,
     /// Files that could not be imported, one line each.
     pub errors: Vec<String>,
+    /// What was billed, over the conversations whose recording says.
+    pub recorded: Option<RecordedTotals>,
+    /// The `none` policy over those same conversations.
+    pub none_on_recorded: Option<ReplayReport>,
+    /// `none_on_recorded` against `recorded`.
+    pub none_vs_recorded: Option<ErrorPct>,
 }

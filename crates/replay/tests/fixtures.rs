@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use whittle_context::{Block, Content, Message, Role};
 use whittle_replay::{
-    Format, Policy, RAW_ARGUMENTS_KEY, ReplayConfig, ReplayReport, StandInSummarizer, import_tree,
-    replay_paths, trace_files,
+    CacheTtl, Format, ImportError, Measured, Policy, RAW_ARGUMENTS_KEY, ReplayConfig, ReplayReport,
+    ReplaySummary, StandInSummarizer, import_path, import_tree, replay_paths, trace_files,
 };
 
 /// Claude Code: (file, id, messages, assistant messages, tool pairs,
@@ -65,16 +65,10 @@ fn the_tree_walk_finds_every_fixture_in_a_fixed_order() {
             relative.to_string_lossy().replace('\\', "/")
         })
         .collect();
-    assert_eq!(
-        found,
-        [
-            CLAUDE_CODE[0].0,
-            CLAUDE_CODE[1].0,
-            TRAJECTORY,
-            OPENAI,
-            WHITTLE
-        ]
-    );
+    let mut expected = vec![CLAUDE_CODE[0].0, CLAUDE_CODE[1].0];
+    expected.extend(RECORDED.iter().map(|r| r.0));
+    expected.extend([TRAJECTORY, OPENAI, WHITTLE]);
+    assert_eq!(found, expected);
 }
 
 #[test]
@@ -268,7 +262,7 @@ fn every_fixture_imports_valid_and_round_trips_through_serde() {
         .into_iter()
         .flat_map(|f| f.result.unwrap_or_else(|e| panic!("{e}")))
         .collect();
-    assert_eq!(all.len(), 5);
+    assert_eq!(all.len(), 5 + RECORDED.len());
     for c in &all {
         valid_and_round_trips_through_serde(c);
     }
@@ -281,8 +275,14 @@ const WINDOW: u64 = 4_000;
 #[test]
 fn replay_over_the_fixtures_keeps_the_invariants_and_adds_up() {
     let config = ReplayConfig::for_window(WINDOW);
+    // Not the recorded Claude Code sessions: their system prompt and tools
+    // alone are bigger than this window.
+    let hand_written: Vec<PathBuf> = ["claude-code", "mini-swe-agent", "openai", "whittle"]
+        .iter()
+        .map(|d| fixtures().join(d))
+        .collect();
     let summary = replay_paths(
-        &[fixtures()],
+        &hand_written,
         &Policy::ALL,
         &config,
         &mut || Box::new(StandInSummarizer::default()),
@@ -370,4 +370,198 @@ fn replay_lists_a_bad_file_and_replays_the_rest() {
         summary.errors[0]
     );
     assert!(!summary.errors[0].contains('\n'));
+}
+
+/// Sessions recorded from Claude Code 2.1.332 against testkit's server (see
+/// `examples/record_claude_code.rs`): (file, model calls, messages, tool
+/// pairs, how replay measures them). `two-prompts` was continued with
+/// `--continue`, whose first request names a message the log does not hold,
+/// so it is estimated; `idle-gap` is `two-prompts` with ten idle minutes
+/// before the second prompt, on the server's clock and in the log.
+const RECORDED: &[(&str, u64, usize, usize, Measured)] = &[
+    (
+        "claude-code-2.1/idle-gap.jsonl",
+        7,
+        14,
+        5,
+        Measured::Estimated,
+    ),
+    (
+        "claude-code-2.1/three-calls.jsonl",
+        3,
+        6,
+        2,
+        Measured::Exact,
+    ),
+    (
+        "claude-code-2.1/two-prompts.jsonl",
+        7,
+        14,
+        5,
+        Measured::Estimated,
+    ),
+];
+
+#[test]
+fn claude_code_2_1_sessions_import_every_call_through_their_attachments() {
+    for &(file, calls, messages, pairs, _) in RECORDED {
+        let path = fixtures().join(file);
+        let c = only(&path);
+        assert_eq!(c.format, Format::ClaudeCode);
+        assert_eq!(c.repairs, 0, "{file}");
+        assert_eq!(
+            (c.calls.len() as u64, c.messages.len(), tool_pairs(&c)),
+            (calls, messages, pairs),
+            "{file}: (calls, messages, tool pairs)"
+        );
+        assert_eq!(assistants(&c) as u64, calls, "{file}");
+        // The chain runs through attachments, which are followed, not imported.
+        let raw = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<Value> = raw
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let attachments = events.iter().filter(|e| e["type"] == "attachment").count();
+        assert!(attachments >= 10, "{file}: {attachments} attachments");
+        let parents_are_attachments = events
+            .iter()
+            .filter(|e| e["type"] == "user" || e["type"] == "assistant")
+            .filter(|e| {
+                events
+                    .iter()
+                    .any(|p| p["uuid"] == e["parentUuid"] && p["type"] == "attachment")
+            })
+            .count();
+        assert!(parents_are_attachments >= 1, "{file}");
+        let all = serde_json::to_string(&c.messages).unwrap();
+        assert!(!all.contains("prompt_snapshot") && !all.contains("skill_listing"));
+        // Every call knows its time, model and bill.
+        for call in &c.calls {
+            assert!(call.at_ms.is_some() && call.usage.is_some(), "{file}");
+            assert_eq!(call.model.as_deref(), Some("claude-opus-5-5"));
+            assert_eq!(call.cache_ttl, Some(CacheTtl::FiveMinutes));
+            assert_eq!(c.messages[call.message].role(), Role::Assistant);
+        }
+    }
+    let three = only(&fixtures().join(RECORDED[1].0));
+    assert!(three.calls.iter().all(|c| c.request.is_some()));
+    let first = three.calls[0].request.as_ref().unwrap();
+    // Tools, system blocks and messages as sent, with the log's breakpoints.
+    assert!(first.len() > 12, "{}", first.len());
+    assert_eq!(first.iter().filter(|b| b.breakpoint.is_some()).count(), 3);
+    assert!(first.iter().map(|b| b.chars).sum::<usize>() > 40_000);
+    assert_eq!(
+        three.messages[0].text(),
+        "Say hello with echo, then read notes.txt and tell me what it says."
+    );
+}
+
+#[test]
+fn a_chain_broken_mid_file_is_an_error_naming_the_line() {
+    let raw = std::fs::read_to_string(fixtures().join(RECORDED[1].0)).unwrap();
+    let lines: Vec<&str> = raw.lines().collect();
+    // The tool result of the first call: point it at a record that is not there.
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"user\"") && l.contains("tool_result"))
+        .unwrap();
+    let mut event: Value = serde_json::from_str(lines[at]).unwrap();
+    event["parentUuid"] = json!("00000000-0000-0000-0000-000000000000");
+    let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    edited[at] = event.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken-chain.jsonl");
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    let err = import_path(&path).unwrap_err();
+    assert!(
+        matches!(err, ImportError::BadLine { line, .. } if line == at + 1),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!("{}:{}: ", path.display(), at + 1)),
+        "{message}"
+    );
+    assert!(message.contains("00000000-0000-0000-0000-000000000000") && !message.contains('\n'));
+}
+
+fn replay_recorded_fixtures() -> ReplaySummary {
+    let paths: Vec<PathBuf> = RECORDED.iter().map(|r| fixtures().join(r.0)).collect();
+    replay_paths(
+        &paths,
+        &Policy::ALL,
+        &ReplayConfig::default(),
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    )
+}
+
+/// `none` against what testkit's prompt cache billed Claude Code, call by
+/// call from its own breakpoints: cache reads and writes within 10%, cost
+/// within 5%, for each recorded fixture and in total.
+#[test]
+fn none_matches_the_bill_on_every_recorded_fixture() {
+    let summary = replay_recorded_fixtures();
+    let none = summary.policies.iter().position(|p| p == "none").unwrap();
+    assert_eq!(summary.conversations.len(), RECORDED.len());
+    for (c, &(file, calls, _, _, measured)) in summary.conversations.iter().zip(RECORDED) {
+        assert_eq!(c.measured, measured, "{file}");
+        let recorded = c.recorded.unwrap();
+        let r = &c.reports[none];
+        assert_eq!((r.calls, recorded.calls), (calls, calls), "{file}");
+        let error = c.none_vs_recorded.unwrap();
+        assert_eq!(error.calls, Some(0.0));
+        assert!(error.cache_read.unwrap().abs() < 10.0, "{file}: {error:?}");
+        assert!(error.cache_write.unwrap().abs() < 10.0, "{file}: {error:?}");
+        assert!(error.cost.unwrap().abs() < 5.0, "{file}: {error:?}");
+        // The bill is realistic: the growing conversation is mostly read back.
+        assert!(
+            recorded.cache_read_tokens > recorded.cache_write_tokens,
+            "{file}"
+        );
+        if measured == Measured::Exact {
+            assert_eq!(r.exact_requests, calls);
+        }
+    }
+    let total = summary.none_vs_recorded.unwrap();
+    assert!(total.cache_read.unwrap().abs() < 10.0 && total.cache_write.unwrap().abs() < 10.0);
+    assert!(total.cost.unwrap().abs() < 5.0, "{total:?}");
+}
+
+/// Ten idle minutes with a 5-minute cache: the call after the gap writes the
+/// whole prompt again, in the bill and in the replay.
+#[test]
+fn the_call_after_an_idle_gap_longer_than_the_ttl_is_a_cache_write() {
+    let gap = only(&fixtures().join(RECORDED[0].0));
+    let busy = only(&fixtures().join(RECORDED[2].0));
+    let after_gap = gap
+        .calls
+        .windows(2)
+        .position(|w| w[1].at_ms.unwrap() - w[0].at_ms.unwrap() > 10 * 60 * 1000)
+        .unwrap()
+        + 1;
+    let billed = gap.calls[after_gap].usage.unwrap();
+    assert!(
+        billed.cache_write_tokens > billed.cache_read_tokens,
+        "{billed:?}"
+    );
+    let summary = replay_recorded_fixtures();
+    let none = summary.policies.iter().position(|p| p == "none").unwrap();
+    let row = |id: &str| {
+        &summary
+            .conversations
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap()
+            .reports[none]
+    };
+    let (cold, warm) = (row("idle-gap"), row("two-prompts"));
+    assert_eq!(cold.input_tokens, warm.input_tokens);
+    let rewritten = cold.cache_write_tokens - warm.cache_write_tokens;
+    assert!(
+        rewritten + 1_000
+            >= billed.cache_write_tokens - busy.calls[after_gap].usage.unwrap().cache_write_tokens,
+        "{rewritten}"
+    );
+    assert!(cold.cost_usd > warm.cost_usd);
 }

@@ -21,10 +21,12 @@
 //! When the queue is empty the server answers HTTP 400 saying so, so a
 //! test that sends one request too many fails at once instead of hanging.
 
+mod prompt_cache;
 mod render;
 mod script;
 mod server;
 
+pub use prompt_cache::PromptCache;
 pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,
 };

@@ -56,6 +56,11 @@ pub(crate) fn anthropic_events(reply: &Reply, ctx: &Ctx) -> Vec<String> {
                 "input_tokens": ctx.input_tokens(reply),
                 "cache_creation_input_tokens": reply.usage.cache_creation_input_tokens,
                 "cache_read_input_tokens": reply.usage.cache_read_input_tokens,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": reply.usage.cache_creation_input_tokens
+                        .saturating_sub(reply.usage.cache_creation_1h_input_tokens),
+                    "ephemeral_1h_input_tokens": reply.usage.cache_creation_1h_input_tokens,
+                },
                 "output_tokens": 1,
             },
         }}),

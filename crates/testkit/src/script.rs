@@ -51,6 +51,9 @@ pub struct ReplyUsage {
     pub cache_creation_input_tokens: u64,
     /// Tokens read from the cache.
     pub cache_read_input_tokens: u64,
+    /// Of the tokens written to the cache, those written for an hour
+    /// (`"ttl": "1h"`); the rest were written for 5 minutes.
+    pub cache_creation_1h_input_tokens: u64,
 }
 
 /// A scripted model reply, rendered in the wire format of whichever API

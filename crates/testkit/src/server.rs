@@ -1,7 +1,7 @@
 //! The server: one axum app on 127.0.0.1 answering both APIs from one script.
 
 use crate::render::{self, Ctx};
-use crate::script::{Chunking, ContextLimit, Fault, Reply, Step, UsageStyle};
+use crate::script::{Chunking, ContextLimit, Fault, Reply, Responder, Step, UsageStyle};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -87,13 +87,14 @@ pub fn content_text(item: &Value) -> String {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Script {
     queue: VecDeque<Step>,
     requests: Vec<RecordedRequest>,
     context_limit: Option<ContextLimit>,
     chunking: Chunking,
     usage_style: UsageStyle,
+    fallback: Option<Responder>,
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -200,6 +201,17 @@ impl TestServer {
         self.push(Step::Dynamic(Arc::new(responder)));
     }
 
+    /// Answers every request the queue has no step for with `responder`,
+    /// instead of the HTTP 400 that says the script ran out: for driving a
+    /// real client (another agent) whose number of requests a test cannot
+    /// know, such as title or topic requests besides its model calls.
+    pub fn set_fallback(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> Step + Send + Sync + 'static,
+    ) {
+        lock(&self.shared).fallback = Some(Arc::new(responder));
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared).requests.clone()
@@ -285,7 +297,10 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         } else {
             match script.queue.pop_front() {
                 Some(step) => Plan::Step(step),
-                None => Plan::Exhausted,
+                None => match &script.fallback {
+                    Some(responder) => Plan::Step(Step::Dynamic(responder.clone())),
+                    None => Plan::Exhausted,
+                },
             }
         };
         (recorded, plan, script.chunking, script.usage_style)

@@ -26,10 +26,25 @@
 //!   conversation. Older logs mixed sidechains into the session file; there
 //!   each sidechain becomes its own conversation, `<id>/agent-<agentId>`, or
 //!   `<id>/sidechain-<root uuid>` when the events carry no `agentId`.
+//! - The main conversation is the thread that was last sent, followed
+//!   through every record type by `parentUuid` (see [`thread`]): Claude
+//!   Code 2.1.100 and later put `attachment` records (environment, model,
+//!   skill and agent listings, dates, prompt snapshots) in the chain; they
+//!   are followed, not imported. A chain that names a missing record is an
+//!   error naming the line.
+//! - Every response becomes a [`RecordedCall`]: its time, model, billed
+//!   `usage` (`cache_creation.ephemeral_1h_input_tokens` tells a 1-hour
+//!   cache) and, when the log has `api-request*` records, the request as
+//!   sent (see [`requests`]).
+
+mod requests;
+mod thread;
 
 use super::draft::{Draft, Mark};
 use super::jsonl::{Line, Lines};
 use super::{Conversation, Format, ImportError, finish};
+use crate::recorded::{CacheTtl, RecordedCall, RecordedUsage};
+use requests::Requests;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -94,11 +109,17 @@ pub(crate) fn import(
         events.push((number, event));
     }
 
+    let on_thread =
+        thread::main_thread(&events).map_err(|(at, reason)| bad(events[at].0, reason))?;
+    let requests = Requests::collect(events.iter().map(|(_, e)| e));
     let agents = assign_agents(&events);
     let mut order: Vec<Agent> = Vec::new();
     let mut readers: HashMap<Agent, Reader> = HashMap::new();
     let mut seen_uuids: HashSet<&str> = HashSet::new();
-    for ((number, event), agent) in events.iter().zip(agents) {
+    for (((number, event), agent), kept) in events.iter().zip(agents).zip(on_thread) {
+        if !kept {
+            continue;
+        }
         if let Some(uuid) = event.get("uuid").and_then(Value::as_str)
             && !seen_uuids.insert(uuid)
         {
@@ -108,7 +129,7 @@ pub(crate) fn import(
             order.push(agent);
             Reader::default()
         });
-        read_event(reader, event).map_err(|reason| bad(*number, reason))?;
+        read_event(reader, event, &requests).map_err(|reason| bad(*number, reason))?;
     }
 
     if lines.truncated_tail {
@@ -198,7 +219,11 @@ fn assign_agents<'a>(events: &'a [(usize, Map<String, Value>)]) -> Vec<Agent> {
 }
 
 /// Adds one event to its conversation; the error is the reason, for the caller to locate.
-fn read_event(reader: &mut Reader, event: &Map<String, Value>) -> Result<(), String> {
+fn read_event(
+    reader: &mut Reader,
+    event: &Map<String, Value>,
+    requests: &Requests,
+) -> Result<(), String> {
     match event.get("type").and_then(Value::as_str) {
         Some("user") => {
             let content = message_content(event)?;
@@ -220,9 +245,20 @@ fn read_event(reader: &mut Reader, event: &Map<String, Value>) -> Result<(), Str
                 && let Some(entry) = reader.draft.entry_mut(*index)
             {
                 append(&mut entry.content, content);
+                // Later parts of a response carry the final output count.
+                if let (Some(call), Some(later)) = (&mut entry.call, recorded_usage(event)) {
+                    let output = call.usage.map_or(0, |u| u.output_tokens);
+                    call.usage = Some(RecordedUsage {
+                        output_tokens: later.output_tokens.max(output),
+                        ..later
+                    });
+                }
                 return Ok(());
             }
             let index = reader.draft.push(Role::Assistant, content);
+            if let Some(entry) = reader.draft.entry_mut(index) {
+                entry.call = Some(recorded_call(event, requests));
+            }
             reader.open = message_id.map(|id| (id.to_string(), index));
         }
         Some("system")
@@ -243,6 +279,65 @@ fn read_event(reader: &mut Reader, event: &Map<String, Value>) -> Result<(), Str
         _ => {}
     }
     Ok(())
+}
+
+/// What an assistant event says about the call that produced it.
+fn recorded_call(event: &Map<String, Value>, requests: &Requests) -> RecordedCall {
+    let message = event.get("message");
+    let usage = recorded_usage(event);
+    let cache_ttl = event
+        .get("promptCacheRequested")
+        .and_then(Value::as_str)
+        .and_then(CacheTtl::parse)
+        .or_else(|| {
+            let written = message?
+                .get("usage")?
+                .get("cache_creation")?
+                .get("ephemeral_1h_input_tokens")?
+                .as_u64()?;
+            Some(if written > 0 {
+                CacheTtl::OneHour
+            } else {
+                CacheTtl::FiveMinutes
+            })
+        });
+    RecordedCall {
+        message: 0,
+        at_ms: event
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64),
+        model: message
+            .and_then(|m| m.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        usage,
+        cache_ttl,
+        request: event
+            .get("requestRef")
+            .and_then(Value::as_str)
+            .and_then(|id| requests.rebuild(id)),
+    }
+}
+
+/// `message.usage` as billed, when the event has it.
+fn recorded_usage(event: &Map<String, Value>) -> Option<RecordedUsage> {
+    let usage = event.get("message")?.get("usage")?;
+    let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let written_1h = usage
+        .get("cache_creation")
+        .and_then(|c| c.get("ephemeral_1h_input_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Some(RecordedUsage {
+        input_tokens: n("input_tokens"),
+        cache_read_tokens: n("cache_read_input_tokens"),
+        cache_write_tokens: n("cache_creation_input_tokens"),
+        cache_write_1h_tokens: written_1h,
+        output_tokens: n("output_tokens"),
+    })
 }
 
 /// `message.content` as the model saw it.

@@ -7,6 +7,7 @@
 //! of content (a block is converted, never dropped), and counts the fixes.
 
 use super::Boundary;
+use crate::recorded::RecordedCall;
 use std::collections::HashSet;
 use whittle_context::{Block, Content, Message, Role, ToolResult};
 
@@ -29,6 +30,8 @@ pub(crate) struct Entry {
     pub role: Role,
     pub content: Content,
     marks: Vec<Mark>,
+    /// What the recording says about the call that answered with this message.
+    pub call: Option<RecordedCall>,
 }
 
 /// A conversation under construction.
@@ -45,6 +48,7 @@ pub(crate) struct Draft {
 pub(crate) struct Finished {
     pub messages: Vec<Message>,
     pub boundaries: Vec<Boundary>,
+    pub calls: Vec<RecordedCall>,
     pub repairs: usize,
 }
 
@@ -56,6 +60,7 @@ impl Draft {
             role,
             content,
             marks,
+            call: None,
         });
         self.entries.len() - 1
     }
@@ -101,8 +106,13 @@ impl Draft {
 
         let mut messages = Vec::with_capacity(entries.len());
         let mut boundaries = Vec::new();
+        let mut calls = Vec::new();
         for (index, e) in entries.into_iter().enumerate() {
             boundaries.extend(e.marks.into_iter().map(|m| boundary(index, m)));
+            calls.extend(e.call.map(|call| RecordedCall {
+                message: index,
+                ..call
+            }));
             messages.push(Message::new(e.role, e.content));
         }
         let end = messages.len();
@@ -110,6 +120,7 @@ impl Draft {
         Finished {
             messages,
             boundaries,
+            calls,
             repairs,
         }
     }
@@ -120,6 +131,7 @@ fn entry(role: Role, content: Content) -> Entry {
         role,
         content,
         marks: Vec::new(),
+        call: None,
     }
 }
 

@@ -30,6 +30,7 @@ pub use error::ImportError;
 pub use openai::RAW_ARGUMENTS_KEY;
 pub use tree::{ImportedFile, import_tree, trace_files};
 
+use crate::recorded::RecordedCall;
 use draft::Draft;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -59,6 +60,9 @@ pub struct Conversation {
     /// How many faults were repaired to make the messages valid (0 for a
     /// clean recording); see the module documentation.
     pub repairs: usize,
+    /// What the recording says about its model calls (time, model, billed
+    /// usage, the exact request), in order; empty when it says nothing.
+    pub calls: Vec<RecordedCall>,
 }
 
 /// A compaction the recording agent performed (e.g. Claude Code's `/compact`).
@@ -285,6 +289,7 @@ fn import_whittle_session(
         messages: state.original,
         compaction_boundaries: Vec::new(),
         repairs: 0,
+        calls: Vec::new(),
     }])
 }
 
@@ -360,6 +365,7 @@ fn finish(
         messages: finished.messages,
         compaction_boundaries: finished.boundaries,
         repairs: finished.repairs,
+        calls: finished.calls,
     })
 }
 

