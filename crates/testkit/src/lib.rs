@@ -21,10 +21,12 @@
 //! When the queue is empty the server answers HTTP 400 saying so, so a
 //! test that sends one request too many fails at once instead of hanging.
 
+mod npm;
 mod render;
 mod script;
 mod server;
 
+pub use npm::{NpmTools, PACKAGES as NPM_PACKAGES};
 pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,
 };

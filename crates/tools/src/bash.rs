@@ -294,6 +294,7 @@ impl BashTool {
         ToolOutput {
             content: text,
             is_error,
+            images: Vec::new(),
         }
     }
 }

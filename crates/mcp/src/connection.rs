@@ -1,0 +1,522 @@
+//! One live connection to a server, over stdio or streamable HTTP: the
+//! handshake (`server/discover` for 2026-07-28 servers, `initialize` for
+//! older ones, as rmcp negotiates), the tool listing, and calls that can be
+//! timed out or cancelled (`notifications/cancelled` is sent either way).
+//!
+//! Listing and calling go out as raw requests and their answers are read
+//! here, leniently, so that one malformed tool or content item is reported
+//! on its own instead of failing the whole answer.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, CustomRequest,
+    ErrorCode, Implementation, ProtocolVersion, RequestId,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
+use serde_json::{Value, json};
+use whittle_tools::CancellationToken;
+
+use crate::catalog::{Catalog, read_tools};
+use crate::config::{ServerConfig, Transport};
+use crate::error::{CallError, StartError};
+use crate::health::Health;
+use crate::stdio::{self, MAX_MESSAGE_BYTES};
+use crate::template::{Env, EnvLookup, Template};
+
+/// Most pages of a tool listing followed: a server that hands out cursors
+/// forever is cut off.
+const MAX_LIST_PAGES: usize = 100;
+
+/// What starting a server needs besides its own config.
+pub struct StartOptions {
+    /// The workspace: a stdio server's default folder.
+    pub workspace: std::path::PathBuf,
+    /// Where stdio servers' stderr logs go (`.whittle/mcp`); `None` drops them.
+    pub log_dir: Option<std::path::PathBuf>,
+    /// whittle's environment, for `${VAR}` and the variables passed on.
+    pub env: Box<Env>,
+}
+
+impl std::fmt::Debug for StartOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartOptions")
+            .field("workspace", &self.workspace)
+            .field("log_dir", &self.log_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The client side of the protocol: whittle asks for tools and calls them;
+/// it offers the server nothing (no sampling, roots or elicitation).
+#[derive(Clone, Debug)]
+struct Client {
+    info: ClientConfig,
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+}
+
+fn client() -> Client {
+    let mut info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("whittle", env!("CARGO_PKG_VERSION")),
+    );
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
+    Client { info }
+}
+
+/// The revisions offered, newest first; rmcp falls back to `initialize`
+/// with 2025-11-25 for a server that does not know `server/discover`.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// A started server.
+pub struct Connection {
+    server: String,
+    service: RunningService<RoleClient, Client>,
+    health: Arc<Health>,
+    // Dropped after `service`: the process group dies last.
+    _child: Option<stdio::Child>,
+}
+
+impl Connection {
+    /// Starts or reaches the server and completes the handshake. No
+    /// timeout here: the caller bounds the whole start.
+    pub async fn open(
+        config: &ServerConfig,
+        options: &StartOptions,
+    ) -> Result<Connection, StartError> {
+        let server = config.name.to_string();
+        let health = Arc::new(Health::default());
+        let env: EnvLookup<'_> = &*options.env;
+        let handshake = match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env: vars,
+                cwd,
+            } => {
+                let workdir = cwd
+                    .as_ref()
+                    .map(|c| options.workspace.join(c))
+                    .unwrap_or_else(|| options.workspace.clone());
+                let launch = stdio::Launch {
+                    server: &server,
+                    command,
+                    args,
+                    inherited: stdio::inherited_env(env),
+                    env: expand_all(&server, "env", vars, env)?,
+                    cwd: &workdir,
+                    log_dir: options.log_dir.as_deref(),
+                };
+                let (child, transport) =
+                    stdio::spawn(&launch, &health).map_err(|e| StartError::Spawn {
+                        server: server.clone(),
+                        command: command.clone(),
+                        message: spawn_message(&e, command, &workdir),
+                    })?;
+                (
+                    client().serve_with_lifecycle(transport, lifecycle()).await,
+                    Some(child),
+                )
+            }
+            Transport::Http { url, headers } => {
+                let transport = http_transport(&server, url, headers, env)?;
+                (
+                    client().serve_with_lifecycle(transport, lifecycle()).await,
+                    None,
+                )
+            }
+        };
+        match handshake {
+            (Ok(service), child) => Ok(Connection {
+                server,
+                service,
+                health,
+                _child: child,
+            }),
+            (Err(e), child) => {
+                health.settle().await;
+                drop(child);
+                Err(StartError::Protocol {
+                    message: format!(
+                        "the handshake failed: {}",
+                        health.reason(&one_line(&e.to_string()))
+                    ),
+                    server,
+                })
+            }
+        }
+    }
+
+    /// The negotiated protocol revision and the server's own name and version.
+    pub fn describe_peer(&self) -> String {
+        match self.service.peer().peer_info() {
+            Some(info) => {
+                let who = info
+                    .server_info
+                    .as_ref()
+                    .map(|i| format!("{} {}, ", i.name, i.version))
+                    .unwrap_or_default();
+                format!("{who}protocol {}", info.protocol_version.as_str())
+            }
+            None => "protocol unknown".to_owned(),
+        }
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    /// Why the connection ended, in one line.
+    pub async fn failure(&self) -> String {
+        self.health.settle().await;
+        self.health.reason("the connection closed")
+    }
+
+    /// Every page of `tools/list`, read tool by tool.
+    pub async fn list_tools(&self) -> Result<Catalog, StartError> {
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let page = match self.request("tools/list", params, None, None).await {
+                Ok(page) => page,
+                // A server without tools may not know the method at all.
+                Err(Failure::Refused(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => break,
+                Err(f) => {
+                    return Err(StartError::Protocol {
+                        message: format!("listing its tools failed: {}", self.explain(f).await),
+                        server: self.server.clone(),
+                    });
+                }
+            };
+            cursor = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+            pages.push(page);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let name =
+            crate::config::ServerName::new(&self.server).map_err(|e| StartError::Protocol {
+                server: self.server.clone(),
+                message: e.to_string(),
+            })?;
+        let mut catalog = read_tools(&name, &pages);
+        if cursor.is_some() {
+            catalog.problems.push(format!(
+                "mcp server {}: its tool list goes on past {MAX_LIST_PAGES} pages; the rest is not used",
+                self.server
+            ));
+        }
+        Ok(catalog)
+    }
+
+    /// Calls a tool; the answer is the raw result, for [`crate::result`].
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let params = json!({"name": tool, "arguments": arguments});
+        match self
+            .request("tools/call", Some(params), Some(timeout), Some(cancel))
+            .await
+        {
+            Ok(v) => Ok(v),
+            Err(Failure::Timeout) => Err(CallError::Timeout {
+                server: self.server.clone(),
+                seconds: timeout.as_secs().max(1),
+            }),
+            Err(Failure::Cancelled) => Err(CallError::Cancelled {
+                server: self.server.clone(),
+            }),
+            Err(Failure::Refused(e)) => Err(CallError::Refused {
+                server: self.server.clone(),
+                message: error_data(&e),
+            }),
+            Err(f @ (Failure::Closed | Failure::Transport(_))) => Err(CallError::Died {
+                server: self.server.clone(),
+                reason: self.explain(f).await,
+            }),
+            Err(Failure::Unexpected) => Err(CallError::BadAnswer {
+                server: self.server.clone(),
+                message: "rmcp could not read it".into(),
+            }),
+        }
+    }
+
+    /// Sends one request and waits for its answer, its deadline or `cancel`.
+    /// Whenever the wait ends without an answer (deadline, cancel, or this
+    /// future being dropped), the server is told with `notifications/cancelled`.
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, Failure> {
+        let peer = self.service.peer();
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+        let handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(Failure::from)?;
+        let mut guard = CancelOnDrop::new(peer.clone(), handle.id.clone());
+        let answer = handle.rx;
+        let deadline = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = answer => {
+                guard.disarm();
+                match answer {
+                    Ok(Ok(result)) => serde_json::to_value(&result).map_err(|_| Failure::Unexpected),
+                    Ok(Err(e)) => Err(Failure::from(e)),
+                    Err(_) => Err(Failure::Closed),
+                }
+            }
+            _ = deadline => {
+                guard.reason = "timed out (tool_timeout_s)";
+                Err(Failure::Timeout)
+            }
+            _ = cancelled => {
+                guard.reason = "cancelled by the user";
+                Err(Failure::Cancelled)
+            }
+        }
+    }
+
+    async fn explain(&self, failure: Failure) -> String {
+        match failure {
+            Failure::Refused(e) => error_data(&e),
+            Failure::Transport(t) => {
+                self.health.settle().await;
+                self.health.reason(&t)
+            }
+            Failure::Closed => self.failure().await,
+            Failure::Timeout => "no answer in time".into(),
+            Failure::Cancelled => "cancelled".into(),
+            Failure::Unexpected => "an answer rmcp could not read".into(),
+        }
+    }
+}
+
+/// How one request failed, before it is told in terms of the call.
+enum Failure {
+    Refused(rmcp::ErrorData),
+    Transport(String),
+    Closed,
+    Timeout,
+    Cancelled,
+    Unexpected,
+}
+
+impl From<ServiceError> for Failure {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::McpError(data) => Failure::Refused(data),
+            ServiceError::TransportClosed => Failure::Closed,
+            ServiceError::TransportSend(t) => Failure::Transport(one_line(&t.to_string())),
+            ServiceError::Timeout { .. } => Failure::Timeout,
+            ServiceError::Cancelled { .. } => Failure::Cancelled,
+            _ => Failure::Unexpected,
+        }
+    }
+}
+
+/// Tells the server a request is abandoned unless disarmed, from a task of
+/// its own: dropping a call (Ctrl-C, a timeout) must still cancel it.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+    reason: &'static str,
+}
+
+impl CancelOnDrop {
+    fn new(peer: Peer<RoleClient>, id: RequestId) -> Self {
+        CancelOnDrop {
+            peer: Some(peer),
+            id,
+            reason: "abandoned by the client",
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let params =
+            CancelledNotificationParam::new(Some(self.id.clone()), Some(self.reason.into()));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
+
+fn error_data(e: &rmcp::ErrorData) -> String {
+    format!("{} (JSON-RPC error {})", one_line(&e.message), e.code.0)
+}
+
+fn one_line(text: &str) -> String {
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > 300 {
+        let mut cut: String = line.chars().take(300).collect();
+        cut.push('…');
+        cut
+    } else {
+        line
+    }
+}
+
+fn spawn_message(e: &std::io::Error, command: &str, cwd: &Path) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound if !cwd.is_dir() => {
+            format!("its folder {} does not exist", cwd.display())
+        }
+        std::io::ErrorKind::NotFound => {
+            format!("no program `{command}` on PATH (is it installed?)")
+        }
+        _ => e.to_string(),
+    }
+}
+
+fn expand_all(
+    server: &str,
+    table: &str,
+    values: &std::collections::BTreeMap<String, Template>,
+    env: EnvLookup<'_>,
+) -> Result<Vec<(String, String)>, StartError> {
+    values
+        .iter()
+        .map(|(k, t)| {
+            t.expand(env)
+                .map(|v| (k.clone(), v.expose().to_owned()))
+                .map_err(|variable| StartError::MissingVariable {
+                    server: server.to_owned(),
+                    key: format!("{table}.{k}"),
+                    variable,
+                })
+        })
+        .collect()
+}
+
+/// The HTTP transport with the configured headers (values marked sensitive,
+/// so no debug output shows them) and limits that let a large result through.
+fn http_transport(
+    server: &str,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, Template>,
+    env: EnvLookup<'_>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, StartError> {
+    let bad = |message: String| StartError::Protocol {
+        server: server.to_owned(),
+        message,
+    };
+    let mut custom = HashMap::new();
+    for (name, template) in headers {
+        let value = template
+            .expand(env)
+            .map_err(|variable| StartError::MissingVariable {
+                server: server.to_owned(),
+                key: format!("headers.{name}"),
+                variable,
+            })?;
+        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| bad(format!("headers: {name:?} is not a valid header name")))?;
+        let mut value = reqwest::header::HeaderValue::from_str(value.expose()).map_err(|_| {
+            bad(format!(
+                "headers.{name}: the value is not a valid header value"
+            ))
+        })?;
+        value.set_sensitive(true);
+        custom.insert(header, value);
+    }
+    // Installing twice fails harmlessly; whoever installed first wins.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .user_agent(concat!("whittle/", env!("CARGO_PKG_VERSION")));
+    if is_loopback(url) {
+        builder = builder.no_proxy();
+    }
+    let client = builder
+        .build()
+        .map_err(|e| bad(format!("cannot set up the HTTP client: {e}")))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(custom)
+        .max_sse_event_size(MAX_MESSAGE_BYTES)
+        .max_json_response_size(MAX_MESSAGE_BYTES);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// Whether the URL's host is this machine (no proxy can reach it).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host_port = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.rsplit_once(':').map_or(host_port, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8080/mcp"));
+        assert!(is_loopback("http://localhost/mcp"));
+        assert!(is_loopback("http://[::1]:3000/mcp"));
+        assert!(!is_loopback("https://example.invalid/mcp"));
+    }
+
+    #[test]
+    fn long_errors_become_one_bounded_line() {
+        let e = one_line(&format!("a\nb {}", "x".repeat(1000)));
+        assert!(e.starts_with("a b x") && e.chars().count() == 301);
+    }
+}
