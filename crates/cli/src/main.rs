@@ -6,6 +6,7 @@ mod approve;
 mod args;
 mod config;
 mod interrupt;
+mod mcp_cmd;
 mod model_cmd;
 mod oneshot;
 mod providers;
@@ -52,6 +53,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Replay(args)) => {
             let rt = runtime()?;
             return replay_cmd::run(&args, &env, rt.handle());
+        }
+        Some(Command::Mcp(args)) => {
+            let rt = runtime()?;
+            return rt.block_on(mcp_cmd::run(&args, &env));
         }
         None => {}
     }

@@ -21,6 +21,9 @@ pub struct Widening {
     pub allow: usize,
     /// A permission mode that asks less than `default`.
     pub permission_mode: Option<PermissionMode>,
+    /// MCP servers it declares (a server is a command, or a place whittle
+    /// sends tool calls to).
+    pub mcp_servers: usize,
 }
 
 impl Widening {
@@ -35,8 +38,10 @@ impl Widening {
             hooks: config.hooks.len(),
             allow: config.allow.len(),
             permission_mode,
+            mcp_servers: config.mcp_servers.len(),
         };
-        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some()).then_some(w)
+        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some() || w.mcp_servers > 0)
+            .then_some(w)
     }
 
     /// Removes from `config` what this widening found in it; the rest
@@ -44,6 +49,7 @@ impl Widening {
     pub fn withhold_from(&self, config: &mut FileConfig) {
         config.hooks.clear();
         config.allow.clear();
+        config.mcp_servers.clear();
         if self.permission_mode.is_some() {
             config.permission_mode = None;
         }
@@ -64,6 +70,12 @@ impl Widening {
         }
         if let Some(m) = self.permission_mode {
             parts.push(format!("permission_mode {m}"));
+        }
+        if self.mcp_servers > 0 {
+            parts.push(format!(
+                "{} (programs it starts)",
+                plural(self.mcp_servers, "MCP server")
+            ));
         }
         parts.join(", ")
     }
@@ -185,6 +197,16 @@ command = "true"
         w.withhold_from(&mut strict);
         assert_eq!(strict.permission_mode, Some(PermissionMode::ReadOnly));
         assert!(strict.allow.is_empty());
+        // A server is a command: it waits for trust like a hook.
+        let mut servers = parse_file_config(
+            "model = \"openai:gpt-5\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+        )
+        .unwrap();
+        let w = Widening::of(path, &servers, base).unwrap();
+        assert_eq!(w.mcp_servers, 2);
+        assert_eq!(w.describe(), "2 MCP servers (programs it starts)");
+        w.withhold_from(&mut servers);
+        assert!(servers.mcp_servers.is_empty() && servers.model.is_some());
         // Against a read-only user config, `default` loosens too.
         let lax = parse_file_config("permission_mode = \"default\"").unwrap();
         assert_eq!(Widening::of(path, &lax, base), None);

@@ -44,6 +44,43 @@ pub struct StartOptions {
     pub env: Box<Env>,
 }
 
+impl StartOptions {
+    /// Options whose environment is a copy of just the variables the
+    /// servers can use: those passed on to every stdio server and those
+    /// the configs' `${VAR}`s name. Nothing else of `lookup` is kept.
+    pub fn snapshot(
+        workspace: std::path::PathBuf,
+        log_dir: Option<std::path::PathBuf>,
+        configs: &[ServerConfig],
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> StartOptions {
+        let mut names: Vec<String> = stdio::inherited_env(lookup)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        for c in configs {
+            let templates = match &c.transport {
+                Transport::Stdio { env, .. } => env,
+                Transport::Http { headers, .. } => headers,
+            };
+            names.extend(
+                templates
+                    .values()
+                    .flat_map(|t| t.variables().map(str::to_owned)),
+            );
+        }
+        let values: HashMap<String, String> = names
+            .into_iter()
+            .filter_map(|k| lookup(&k).map(|v| (k, v)))
+            .collect();
+        StartOptions {
+            workspace,
+            log_dir,
+            env: Box::new(move |k| values.get(k).cloned()),
+        }
+    }
+}
+
 impl std::fmt::Debug for StartOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StartOptions")

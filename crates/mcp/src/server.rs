@@ -171,11 +171,13 @@ impl McpServer {
 
     /// `running`, or `stopped: REASON`, for `whittle mcp list`.
     pub async fn state_line(&self) -> String {
-        match &*self.state.lock().await {
-            State::Up(c) if !c.is_closed() => "running".to_owned(),
-            State::Up(c) => format!("stopped: {}", c.failure().await),
-            State::Down { reason, .. } => format!("stopped: {reason}"),
-        }
+        let reason = match &*self.state.lock().await {
+            State::Up(c) if !c.is_closed() => return "running".to_owned(),
+            State::Up(c) => c.failure().await,
+            State::Down { reason, .. } => reason.clone(),
+        };
+        let own = format!("mcp server {}: ", self.config.name);
+        format!("stopped: {}", reason.strip_prefix(&own).unwrap_or(&reason))
     }
 
     /// Stops the server now (closing stdin, then killing its process group).

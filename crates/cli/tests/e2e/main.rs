@@ -12,6 +12,7 @@ mod compaction;
 mod config;
 mod experiments;
 mod interrupts;
+mod mcp;
 mod output;
 mod overflow;
 mod permissions;

@@ -1,0 +1,497 @@
+//! MCP servers as tools, end to end: the real binary, the scripted model,
+//! real MCP servers from npm (skipped with a line when not installed) and
+//! testkit's scripted fault server. Project instructions and the
+//! environment block are here too: they share the system prompt's tests.
+
+use crate::{Harness, assert_success, stderr, stdout, tool_result};
+use serde_json::{Value, json};
+use std::path::Path;
+use testkit::{McpBehavior, McpFaultServer, NpmTools, Reply, content_text};
+
+/// `[mcp_servers.NAME]` for a stdio server, as TOML.
+fn stdio_server(name: &str, command: &str, args: &[String], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {command:?}\nargs = [{}]\n{extra}\n",
+        args.join(", ")
+    )
+}
+
+fn everything(npm: &NpmTools) -> String {
+    stdio_server(
+        "everything",
+        &npm.node().display().to_string(),
+        &[npm.everything().display().to_string(), "stdio".into()],
+        "startup_timeout_s = 60",
+    )
+}
+
+fn fault_server(name: &str, script: &McpFaultServer, extra: &str) -> String {
+    let (command, args) = script.stdio_command();
+    stdio_server(name, &command, &args, extra)
+}
+
+/// Names of the tools a request offered.
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The system prompt a request carried, as text.
+fn system_text(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Processes still running whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // A zombie (state Z) is dead; only its parent's bookkeeping is left.
+        let state = stat.rsplit(") ").next().and_then(|s| s.chars().next());
+        if state == Some('Z') {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+fn assert_none_left(marker: &str) {
+    // Killing a group is immediate, reaping may take a moment.
+    for _ in 0..50 {
+        if processes_with(marker).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("processes outlived whittle: {:?}", processes_with(marker));
+}
+
+#[test]
+fn the_model_calls_an_mcp_tool_when_allowed_and_is_refused_otherwise() {
+    let Some(npm) = NpmTools::find_or_skip("e2e mcp echo") else {
+        return;
+    };
+    let h = Harness::new();
+    h.write_user_config(&everything(&npm));
+    let echo = "mcp__everything__echo";
+    let script = |h: &Harness| {
+        h.server.push(
+            Reply::tool_use("e1", echo, json!({"message": "hi from the model"})).with_tool_use(
+                "env",
+                "mcp__everything__get-env",
+                json!({}),
+            ),
+        );
+        h.server.push(Reply::text("done"));
+    };
+
+    script(&h);
+    let out = h.run(&["--allow", "mcp__everything__*", "-p", "echo something"]);
+    assert_success(&out);
+    let r = h.requests();
+    let names = tool_names(&r[0].body);
+    assert!(names.contains(&echo.to_owned()), "{names:?}");
+    let spec = r[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == echo)
+        .unwrap()
+        .clone();
+    assert_eq!(spec["input_schema"]["type"], "object");
+    assert!(
+        spec["description"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server `everything`")
+    );
+    let result = tool_result(&r[1].body, "e1");
+    assert!(result.get("is_error").is_none(), "{result}");
+    assert!(
+        content_text(&result).contains("hi from the model"),
+        "{result}"
+    );
+    // The server's environment holds no key of whittle's.
+    let env = content_text(&tool_result(&r[1].body, "env"));
+    assert!(env.contains("\"PATH\""), "{env}");
+    assert!(
+        !env.contains("ANTHROPIC_API_KEY") && !env.contains(crate::KEY),
+        "{env}"
+    );
+    h.assert_clean();
+
+    // Without a rule, -p refuses it: nobody can be asked.
+    script(&h);
+    let out = h.run(&["-p", "echo something"]);
+    assert_success(&out);
+    let r = h.requests();
+    let result = tool_result(&r[3].body, "e1");
+    assert_eq!(result["is_error"], true);
+    let text = content_text(&result);
+    assert!(
+        text.starts_with("[denied]") && text.contains("run the MCP tool mcp__everything__echo"),
+        "{text}"
+    );
+    assert_none_left(&npm.everything().display().to_string());
+}
+
+#[test]
+fn a_170k_token_mcp_result_is_persisted_whole() {
+    let Some(npm) = NpmTools::find_or_skip("e2e mcp large result") else {
+        return;
+    };
+    let h = Harness::new();
+    let ws = h.ws().canonicalize().unwrap();
+    // About 170,000 tokens of text: 680,000 characters.
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 680_000 {
+        text.push_str(&format!(
+            "line {i:06}: the quick brown fox jumps over the lazy dog\n"
+        ));
+        i += 1;
+    }
+    std::fs::write(ws.join("big.txt"), &text).unwrap();
+    h.write_user_config(&stdio_server(
+        "fs",
+        &npm.node().display().to_string(),
+        &[
+            npm.filesystem().display().to_string(),
+            ws.display().to_string(),
+        ],
+        "startup_timeout_s = 60",
+    ));
+    h.server.push(Reply::tool_use(
+        "big",
+        "mcp__fs__read_text_file",
+        json!({"path": ws.join("big.txt")}),
+    ));
+    h.server.push(Reply::text("read it"));
+    let out = h.run(&["--allow", "mcp__fs__read_text_file", "-p", "read big.txt"]);
+    assert_success(&out);
+    let r = h.requests();
+    let result = content_text(&tool_result(&r[1].body, "big"));
+    assert!(
+        result.starts_with("<persisted-output>"),
+        "{}",
+        &result[..200.min(result.len())]
+    );
+    assert!(
+        r[1].body_bytes < 200_000,
+        "the request carries a preview, not the result"
+    );
+    let path = result
+        .lines()
+        .find_map(|l| l.strip_prefix("Full output: "))
+        .expect("the preview names the file");
+    let saved = std::fs::read_to_string(path).unwrap();
+    assert_eq!(saved, text, "nothing cut, nothing lost");
+    h.assert_clean();
+}
+
+#[test]
+fn fault_server_calls_are_one_line_each_and_the_session_goes_on() {
+    let script = McpFaultServer::start();
+    let h = Harness::new();
+    h.write_user_config(&fault_server("faulty", &script, "tool_timeout_s = 1"));
+    h.server.push(
+        Reply::tool_use("die", "mcp__faulty__die", json!({}))
+            .with_tool_use("again", "mcp__faulty__echo", json!({"after": "restart"}))
+            .with_tool_use("hang", "mcp__faulty__hang", json!({}))
+            .with_tool_use("junk", "mcp__faulty__garbage", json!({})),
+    );
+    h.server.push(Reply::text("survived"));
+    let started = std::time::Instant::now();
+    let out = h.run(&["--allow", "mcp__faulty__*", "-p", "try everything"]);
+    assert_success(&out);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(stdout(&out).trim(), "survived");
+    let body = &h.requests()[1].body;
+    let text = |id: &str| {
+        let r = tool_result(body, id);
+        (content_text(&r), r["is_error"] == true)
+    };
+    let (died, err) = text("die");
+    assert!(
+        err && died.contains("stopped during the call")
+            && died.contains("restarted on the next call"),
+        "{died}"
+    );
+    assert_eq!(text("again"), (r#"{"after":"restart"}"#.to_owned(), false));
+    let (hung, err) = text("hang");
+    assert!(err && hung.contains("did not answer within 1 s"), "{hung}");
+    let (junk, err) = text("junk");
+    assert!(err && junk.contains("not JSON"), "{junk}");
+    for id in ["die", "hang", "junk"] {
+        assert!(!text(id).0.contains('\n'), "{id}: one line");
+    }
+    assert_eq!(script.received_method("notifications/cancelled").len(), 1);
+    h.assert_clean();
+    assert_none_left(&format!("dev/tcp/127.0.0.1/{}", script_port(&script)));
+}
+
+fn script_port(script: &McpFaultServer) -> String {
+    let (_, args) = script.stdio_command();
+    args[1]
+        .split("127.0.0.1/")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// `whittle mcp ARGS --cwd WORKSPACE`, run to the end.
+fn run_mcp(h: &Harness, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_whittle"));
+    h.set_env(&mut cmd);
+    cmd.arg("mcp")
+        .args(args)
+        .arg("--cwd")
+        .arg(h.ws())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn mcp_call_prints_a_50_mb_result_whole_and_faults_as_one_line() {
+    let script = McpFaultServer::start();
+    let h = Harness::new();
+    h.write_user_config(&format!(
+        "{}{}",
+        fault_server("faulty", &script, "tool_timeout_s = 1"),
+        fault_server("roomy", &script, "tool_timeout_s = 120")
+    ));
+    let out = run_mcp(&h, &["call", "roomy", "huge"]);
+    assert_success(&out);
+    let printed = stdout(&out);
+    assert_eq!(printed.trim_end().len(), 50 * 1024 * 1024);
+    let out = run_mcp(&h, &["call", "faulty", "hang", "{}"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: mcp server faulty did not answer within 1 s"),
+        "{err}"
+    );
+    let out = run_mcp(&h, &["call", "faulty", "echo", "[1]"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("must be a JSON object"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_mcp(&h, &["list"]);
+    assert_success(&out);
+    let listing = stdout(&out);
+    assert!(listing.starts_with("faulty  running  bash -c"), "{listing}");
+    assert!(
+        listing.contains("  mcp__faulty__hang  Behaves: hang."),
+        "{listing}"
+    );
+    assert_none_left(&format!("dev/tcp/127.0.0.1/{}", script_port(&script)));
+}
+
+#[test]
+fn tool_search_offers_mcp_tools_on_demand_and_keeps_the_prefix() {
+    let script = McpFaultServer::empty();
+    for name in ["lookup_weather", "send_email", "echo"] {
+        script.add_tool(
+            json!({"name": name, "description": format!("{name} tool"), "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}),
+            McpBehavior::Echo,
+        );
+    }
+    let h = Harness::new();
+    h.write_user_config(&format!(
+        "mcp_schema_share = 0.0\n{}",
+        fault_server("srv", &script, "")
+    ));
+    h.server.push(Reply::tool_use(
+        "s",
+        "mcp_tool_search",
+        json!({"query": "weather"}),
+    ));
+    h.server.push(Reply::tool_use(
+        "w",
+        "mcp__srv__lookup_weather",
+        json!({"x": "Paris"}),
+    ));
+    h.server.push(Reply::text("sunny"));
+    let out = h.run(&["--allow", "mcp__srv__*", "-p", "weather?"]);
+    assert_success(&out);
+    let r = h.requests();
+    let first = tool_names(&r[0].body);
+    assert!(first.contains(&"mcp_tool_search".to_owned()), "{first:?}");
+    assert!(!first.iter().any(|n| n.starts_with("mcp__")), "{first:?}");
+    let found = content_text(&tool_result(&r[1].body, "s"));
+    assert!(found.contains("## mcp__srv__lookup_weather"), "{found}");
+    let second = tool_names(&r[1].body);
+    assert_eq!(
+        second.last().map(String::as_str),
+        Some("mcp__srv__lookup_weather")
+    );
+    assert_eq!(
+        second[..second.len() - 1],
+        first[..],
+        "loaded tools go at the end"
+    );
+    assert_eq!(
+        content_text(&tool_result(&r[2].body, "w")),
+        r#"{"x":"Paris"}"#
+    );
+    assert_eq!(tool_names(&r[2].body), second, "stable from then on");
+    h.assert_clean();
+}
+
+#[test]
+fn an_untrusted_project_cannot_start_mcp_servers() {
+    let script = McpFaultServer::start();
+    let h = Harness::new();
+    std::fs::create_dir_all(h.ws().join(".whittle")).unwrap();
+    std::fs::write(
+        h.ws().join(".whittle/config.toml"),
+        fault_server("proj", &script, ""),
+    )
+    .unwrap();
+    h.server.push(Reply::text("ok"));
+    let out = h.run(&["-p", "hi"]);
+    assert_success(&out);
+    assert!(
+        stderr(&out).contains("1 MCP server (programs it starts)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(script.connections(), 0, "the server was started");
+    assert!(
+        !tool_names(&h.requests()[0].body)
+            .iter()
+            .any(|n| n.starts_with("mcp__"))
+    );
+    h.server.push(Reply::text("ok"));
+    assert_success(&h.run(&["--trust-project", "-p", "hi"]));
+    assert_eq!(script.connections(), 1);
+    assert!(tool_names(&h.requests()[1].body).contains(&"mcp__proj__echo".to_owned()));
+}
+
+#[test]
+fn a_server_that_fails_to_start_is_one_line_and_the_task_runs() {
+    let h = Harness::new();
+    h.write_user_config(&stdio_server("gone", "/no/such/server", &[], ""));
+    h.server.push(Reply::text("fine"));
+    let out = h.run(&["-p", "hi"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("mcp server gone"))
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("cannot start `/no/such/server`"), "{err}");
+    assert_eq!(stdout(&out).trim(), "fine");
+}
+
+/// `git init` in `dir`; false when git is not there.
+fn git_init(dir: &Path) -> bool {
+    std::process::Command::new("git")
+        .arg("init")
+        .arg("-q")
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn agents_md_from_the_git_root_down_survives_compact_and_shows_in_context() {
+    let h = Harness::new();
+    let root = h.ws().canonicalize().unwrap();
+    if !git_init(&root) {
+        println!("skipped agents_md e2e: git is not available");
+        return;
+    }
+    std::fs::create_dir_all(root.join("app/src")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "ROOT RULE: use tabs").unwrap();
+    std::fs::write(root.join("app/CLAUDE.md"), "APP RULE: run make check").unwrap();
+    std::fs::write(root.join("app/src/lib.rs"), "").unwrap();
+    std::fs::write(
+        h.config_home().join("whittle/AGENTS.md"),
+        format!("USER RULE: be brief\n{}", "x".repeat(20_000)),
+    )
+    .unwrap();
+    h.server.push(Reply::text("first answer"));
+    h.server.push(Reply::text("summary of the work"));
+    h.server.push(Reply::text("second answer"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_whittle"));
+    h.set_env(&mut cmd);
+    let out = cmd
+        .arg("--cwd")
+        .arg(root.join("app"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"hello\n/compact\nagain\n/context\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_success(&out);
+    let r = h.requests();
+    assert_eq!(r.len(), 3, "answer, summary, answer");
+    let first = system_text(&r[0].body);
+    let at = |s: &str| {
+        first
+            .find(s)
+            .unwrap_or_else(|| panic!("{s:?} not in\n{first}"))
+    };
+    assert!(at("ROOT RULE") < at("APP RULE") && at("APP RULE") < at("USER RULE"));
+    assert!(first.contains(&format!("## {}", root.join("AGENTS.md").display())));
+    assert!(first.contains(&format!("## {}", root.join("app/CLAUDE.md").display())));
+    assert!(
+        first.contains("[cut: this file has"),
+        "the user's file is bounded"
+    );
+    assert!(first.contains("<environment>") && first.contains("Today's date: 20"));
+    assert!(
+        first.contains("Workspace top level (2 entries): CLAUDE.md, src/"),
+        "{first}"
+    );
+    assert_eq!(
+        system_text(&r[2].body),
+        first,
+        "the same prompt after /compact"
+    );
+    let screen = stdout(&out);
+    assert!(screen.contains("project instructions"), "{screen}");
+    assert!(screen.contains("MCP tool schemas"), "{screen}");
+}
