@@ -246,17 +246,19 @@ async fn conformance(url: &str, env: Env<'_>) -> anyhow::Result<ExitCode> {
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
     let plan = match scenario.as_str() {
-        "initialize" | "json-schema-ref-no-deref" | "json-schema-2020-12-preservation" => {
-            Plan::ListOnly
-        }
+        "initialize" | "json-schema-ref-no-deref" => Plan::ListOnly,
+        "json-schema-2020-12-preservation" => Plan::EchoSchema {
+            of: "json_schema_2020_12_tool",
+            to: "json_schema_echo",
+        },
         "tools_call"
         | "http-standard-headers"
         | "http-custom-headers"
         | "http-invalid-tool-headers" => Plan::CallTools,
-        "request-metadata" | "sep-2322-client-request-state" => Plan::CallEachBare,
+        "request-metadata" => Plan::CallEachBare,
         "sse-retry" => Plan::CallNamed("test_reconnection"),
         other => anyhow::bail!(
-            "conformance scenario {other:?} is not supported: whittle's MCP client calls tools; it offers no OAuth, elicitation or sampling"
+            "conformance scenario {other:?} is not supported: whittle's MCP client calls tools; it offers no OAuth, elicitation or sampling (nor the input_required rounds that carry them)"
         ),
     };
     let entry = ServerEntry {
@@ -310,6 +312,13 @@ async fn conformance(url: &str, env: Env<'_>) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|t| (t.remote_name().to_owned(), json!({})))
             .collect(),
+        // The schema as the model would see it, sent back for comparison.
+        Plan::EchoSchema { of, to } => servers
+            .tools()
+            .iter()
+            .filter(|t| t.remote_name() == of)
+            .map(|t| (to.to_owned(), json!({"schema": t.input_schema()})))
+            .collect(),
         Plan::CallNamed(name) => servers
             .tools()
             .iter()
@@ -336,6 +345,7 @@ enum Plan {
     CallTools,
     CallEachBare,
     CallNamed(&'static str),
+    EchoSchema { of: &'static str, to: &'static str },
 }
 
 /// Arguments that satisfy a schema's required properties: each one's

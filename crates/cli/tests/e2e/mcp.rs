@@ -495,3 +495,128 @@ fn agents_md_from_the_git_root_down_survives_compact_and_shows_in_context() {
     assert!(screen.contains("project instructions"), "{screen}");
     assert!(screen.contains("MCP tool schemas"), "{screen}");
 }
+
+/// The scenarios of the MCP conformance suite (client mode) that concern a
+/// client that lists and calls tools, by protocol revision. The rest are
+/// OAuth flows and elicitation (including its `input_required` rounds),
+/// which whittle does not offer.
+const CONFORMANCE: [(&str, &[&str]); 2] = [
+    (
+        "2025-11-25",
+        &[
+            "initialize",
+            "tools_call",
+            "sse-retry",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+    (
+        "2026-07-28",
+        &[
+            "tools_call",
+            "request-metadata",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+];
+
+#[test]
+fn the_conformance_suite_passes_for_a_tool_using_client() {
+    let Some(npm) = NpmTools::find_or_skip("MCP conformance suite") else {
+        return;
+    };
+    let out_dir = tempfile::tempdir().unwrap();
+    let client = format!("{} mcp conformance", env!("CARGO_BIN_EXE_whittle"));
+    let mut failed = Vec::new();
+    for (version, scenarios) in CONFORMANCE {
+        for scenario in scenarios {
+            let out = std::process::Command::new(npm.node())
+                .arg(npm.conformance())
+                .args(["client", "--command", &client, "--scenario", scenario])
+                .args(["--spec-version", version, "--timeout", "60000", "-o"])
+                .arg(out_dir.path())
+                .env_remove("ANTHROPIC_API_KEY")
+                .env_remove("OPENAI_API_KEY")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let text = format!("{}{}", stdout(&out), stderr(&out));
+            if !out.status.success() || !text.contains("OVERALL: PASSED") {
+                failed.push(format!("{version} {scenario}:\n{text}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn hooks_see_mcp_calls_and_subagents_get_only_read_only_mcp_tools() {
+    let script = McpFaultServer::empty();
+    for (name, read_only) in [("look", true), ("change", false)] {
+        script.add_tool(
+            json!({"name": name, "description": name, "inputSchema": {"type": "object"},
+                   "annotations": {"readOnlyHint": read_only}}),
+            McpBehavior::Echo,
+        );
+    }
+    let h = Harness::new();
+    h.write_user_config(&format!(
+        "{}\n[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"mcp__srv__change\"\ncommand = \"cat > hook-saw.json; echo 'not today' >&2; exit 2\"\n\n[[hooks]]\nevent = \"PostToolUse\"\nmatcher = \"mcp__srv__look\"\ncommand = \"cat >> post-saw.jsonl; echo >> post-saw.jsonl\"\n",
+        fault_server("srv", &script, "")
+    ));
+    h.server.push(
+        Reply::tool_use("c", "mcp__srv__change", json!({"v": 1}))
+            .with_tool_use("l", "mcp__srv__look", json!({"v": 2}))
+            .with_tool_use("t", "task", json!({"prompt": "look around"})),
+    );
+    // The subagent: one look, then its answer.
+    h.server
+        .push(Reply::tool_use("sl", "mcp__srv__look", json!({"v": 3})));
+    h.server.push(Reply::text("subagent saw it"));
+    h.server.push(Reply::text("all done"));
+    let out = h.run(&["--allow", "mcp__srv__*", "-p", "go"]);
+    assert_success(&out);
+    let r = h.requests();
+    assert_eq!(r.len(), 4, "parent, subagent twice, parent");
+    // PreToolUse blocked the call before it reached the server.
+    let blocked = content_text(&tool_result(&r[3].body, "c"));
+    assert!(blocked.contains("not today"), "{blocked}");
+    let saw: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.ws().join("hook-saw.json")).unwrap())
+            .unwrap();
+    assert_eq!(saw["event"]["tool_input"]["v"], 1);
+    // PostToolUse saw the parent's call and the subagent's.
+    let posts: Vec<Value> = std::fs::read_to_string(h.ws().join("post-saw.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let outputs: Vec<&Value> = posts.iter().map(|p| &p["event"]["tool_output"]).collect();
+    assert_eq!(outputs, [r#"{"v":2}"#, r#"{"v":3}"#], "{posts:?}");
+    assert!(
+        script
+            .received_method("tools/call")
+            .iter()
+            .all(|c| c["params"]["name"] != "change")
+    );
+    // The subagent had the read-only tool, not the other, and could run it.
+    let sub_tools = tool_names(&r[1].body);
+    assert!(
+        sub_tools.contains(&"mcp__srv__look".to_owned()),
+        "{sub_tools:?}"
+    );
+    assert!(
+        !sub_tools.contains(&"mcp__srv__change".to_owned()),
+        "{sub_tools:?}"
+    );
+    assert_eq!(content_text(&tool_result(&r[2].body, "sl")), r#"{"v":3}"#);
+    assert_eq!(
+        content_text(&tool_result(&r[3].body, "t")),
+        "subagent saw it"
+    );
+    h.assert_clean();
+}
