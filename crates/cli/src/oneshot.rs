@@ -124,6 +124,8 @@ pub async fn run(
     )
     .await;
     sink.renderer.end_text();
+    // Cancellations of MCP calls the turn gave up on go out before exit.
+    mcp.stop().await;
     let usage = usage_since(before, session.agent.usage());
 
     let (subtype, text, error, code) = classify(&outcome, settings.max_turns);

@@ -228,6 +228,7 @@ pub fn run(
             Err(e) => renderer.error(&one_line(&e.to_string())),
         }
     }
+    rt.block_on(mcp.stop());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -127,6 +128,8 @@ pub struct Connection {
     server: String,
     service: RunningService<RoleClient, Client>,
     health: Arc<Health>,
+    /// Cancellations of dropped calls not sent yet.
+    pending_cancels: Arc<AtomicUsize>,
     // Dropped after `service`: the process group dies last.
     _child: Option<stdio::Child>,
 }
@@ -205,6 +208,7 @@ impl Connection {
                 server,
                 service,
                 health,
+                pending_cancels: Arc::default(),
                 _child: child,
             }),
             (Err(e), child) => {
@@ -353,7 +357,11 @@ impl Connection {
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(Failure::from)?;
-        let mut guard = CancelOnDrop::new(peer.clone(), handle.id.clone());
+        let mut guard = CancelOnDrop::new(
+            peer.clone(),
+            handle.id.clone(),
+            Arc::clone(&self.pending_cancels),
+        );
         let answer = handle.rx;
         let deadline = async {
             match timeout {
@@ -377,13 +385,24 @@ impl Connection {
                 }
             }
             _ = deadline => {
-                guard.reason = "timed out (tool_timeout_s)";
+                guard.send("timed out (tool_timeout_s)").await;
                 Err(Failure::Timeout)
             }
             _ = cancelled => {
-                guard.reason = "cancelled by the user";
+                guard.send("cancelled by the user").await;
                 Err(Failure::Cancelled)
             }
+        }
+    }
+
+    /// Waits (briefly) until the cancellations of dropped calls were sent,
+    /// so that stopping the server does not swallow them.
+    pub async fn flush_cancellations(&self) {
+        let deadline = tokio::time::Instant::now() + CANCEL_NOTICE_TIMEOUT;
+        while self.pending_cancels.load(Ordering::SeqCst) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -442,38 +461,60 @@ impl From<ServiceError> for Failure {
     }
 }
 
-/// Tells the server a request is abandoned unless disarmed, from a task of
-/// its own: dropping a call (Ctrl-C, a timeout) must still cancel it.
+/// How long telling a server to cancel may take: a server that does not
+/// read its input must not hold up the turn.
+const CANCEL_NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Tells the server a request is abandoned unless disarmed. A call that
+/// ends by deadline or cancellation sends it before returning; a call that
+/// is dropped (the agent stopped waiting for it) sends it from a task of
+/// its own, counted in `pending` so that stopping the server waits for it.
 struct CancelOnDrop {
     peer: Option<Peer<RoleClient>>,
     id: RequestId,
-    reason: &'static str,
+    pending: Arc<AtomicUsize>,
 }
 
 impl CancelOnDrop {
-    fn new(peer: Peer<RoleClient>, id: RequestId) -> Self {
+    fn new(peer: Peer<RoleClient>, id: RequestId, pending: Arc<AtomicUsize>) -> Self {
         CancelOnDrop {
             peer: Some(peer),
             id,
-            reason: "abandoned by the client",
+            pending,
         }
     }
 
     fn disarm(&mut self) {
         self.peer = None;
     }
+
+    fn notice(&self, reason: &str) -> CancelledNotificationParam {
+        CancelledNotificationParam::new(Some(self.id.clone()), Some(reason.to_owned()))
+    }
+
+    /// Sends the notification now.
+    async fn send(mut self, reason: &str) {
+        let params = self.notice(reason);
+        if let Some(peer) = self.peer.take() {
+            let _ =
+                tokio::time::timeout(CANCEL_NOTICE_TIMEOUT, peer.notify_cancelled(params)).await;
+        }
+    }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        let params = self.notice("abandoned by the client");
         let Some(peer) = self.peer.take() else {
             return;
         };
-        let params =
-            CancelledNotificationParam::new(Some(self.id.clone()), Some(self.reason.into()));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let pending = Arc::clone(&self.pending);
+            pending.fetch_add(1, Ordering::SeqCst);
             runtime.spawn(async move {
-                let _ = peer.notify_cancelled(params).await;
+                let _ = tokio::time::timeout(CANCEL_NOTICE_TIMEOUT, peer.notify_cancelled(params))
+                    .await;
+                pending.fetch_sub(1, Ordering::SeqCst);
             });
         }
     }

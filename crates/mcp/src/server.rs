@@ -180,9 +180,13 @@ impl McpServer {
         format!("stopped: {}", reason.strip_prefix(&own).unwrap_or(&reason))
     }
 
-    /// Stops the server now (closing stdin, then killing its process group).
+    /// Stops the server (closing stdin, then killing its process group),
+    /// once the cancellations of calls it was given up on were sent.
     pub async fn stop(&self) {
         let mut state = self.state.lock().await;
+        if let State::Up(c) = &*state {
+            c.flush_cancellations().await;
+        }
         *state = State::Down {
             reason: "stopped by whittle".into(),
             may_restart: false,

@@ -155,16 +155,26 @@ impl McpFaultServer {
     }
 
     /// The program and arguments of a stdio server that is this script:
-    /// `bash` relaying its stdin and stdout to a new connection.
+    /// `bash` relaying its stdin and stdout to a new connection. Both relay
+    /// processes are named [`McpFaultServer::process_marker`].
     pub fn stdio_command(&self) -> (String, Vec<String>) {
         let port = self.addr.port();
+        let name = self.process_marker();
         (
             "bash".to_owned(),
             vec![
                 "-c".to_owned(),
-                format!("exec 3<>/dev/tcp/127.0.0.1/{port} 4<&0; cat <&4 >&3 & exec cat <&3 4<&-"),
+                format!(
+                    "exec 3<>/dev/tcp/127.0.0.1/{port} 4<&0; (exec -a {name} cat <&4 >&3) & exec -a {name} cat <&3 4<&-"
+                ),
             ],
         )
+    }
+
+    /// What the command line of every process of this server's relay
+    /// holds, to check that none outlived its client.
+    pub fn process_marker(&self) -> String {
+        format!("testkit-mcp-relay-{}", self.addr.port())
     }
 
     /// Every message received so far, in order, over all connections.

@@ -251,17 +251,7 @@ fn fault_server_calls_are_one_line_each_and_the_session_goes_on() {
     }
     assert_eq!(script.received_method("notifications/cancelled").len(), 1);
     h.assert_clean();
-    assert_none_left(&format!("dev/tcp/127.0.0.1/{}", script_port(&script)));
-}
-
-fn script_port(script: &McpFaultServer) -> String {
-    let (_, args) = script.stdio_command();
-    args[1]
-        .split("127.0.0.1/")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .unwrap_or("")
-        .to_owned()
+    assert_none_left(&script.process_marker());
 }
 
 /// `whittle mcp ARGS --cwd WORKSPACE`, run to the end.
@@ -313,7 +303,7 @@ fn mcp_call_prints_a_50_mb_result_whole_and_faults_as_one_line() {
         listing.contains("  mcp__faulty__hang  Behaves: hang."),
         "{listing}"
     );
-    assert_none_left(&format!("dev/tcp/127.0.0.1/{}", script_port(&script)));
+    assert_none_left(&script.process_marker());
 }
 
 #[test]
@@ -619,4 +609,71 @@ fn hooks_see_mcp_calls_and_subagents_get_only_read_only_mcp_tools() {
         "subagent saw it"
     );
     h.assert_clean();
+}
+
+fn interrupt(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_mcp_call_and_a_second_one_leaves_no_server_behind() {
+    let script = McpFaultServer::start();
+    let h = Harness::new();
+    h.write_user_config(&fault_server("slow", &script, "tool_timeout_s = 120"));
+    let marker = script.process_marker();
+
+    // One Ctrl-C: the call is cancelled on the wire and the turn ends.
+    h.server
+        .push(Reply::tool_use("h", "mcp__slow__hang", json!({})));
+    let child = h
+        .command(&["--allow", "mcp__slow__*", "-p", "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the call", || {
+        !script.received_method("tools/call").is_empty()
+    });
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    wait_until("notifications/cancelled", || {
+        !script.received_method("notifications/cancelled").is_empty()
+    });
+    assert_none_left(&marker);
+
+    // Two: whittle exits at once, and the server's process group goes too.
+    h.server
+        .push(Reply::tool_use("h2", "mcp__slow__hang", json!({})));
+    let child = h
+        .command(&["--allow", "mcp__slow__*", "-p", "wait again"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the second call", || {
+        script.received_method("tools/call").len() == 2
+    });
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "the server runs during the call"
+    );
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_none_left(&marker);
 }
