@@ -221,11 +221,14 @@ impl Connection {
                 );
                 health.settle().await;
                 drop(child);
+                let said = match &e {
+                    ClientInitializeError::TransportError { error, context } => {
+                        format!("{} ({context})", transport_text(error))
+                    }
+                    other => one_line(&other.to_string()),
+                };
                 let error = StartError::Protocol {
-                    message: format!(
-                        "the handshake failed: {}",
-                        health.reason(&one_line(&e.to_string()))
-                    ),
+                    message: format!("the handshake failed: {}", health.reason(&said)),
                     server,
                 };
                 Err(if confused {
@@ -329,6 +332,10 @@ impl Connection {
             Err(Failure::Refused(e)) => Err(CallError::Refused {
                 server: self.server.clone(),
                 message: error_data(&e),
+            }),
+            Err(Failure::Transport(t)) if !self.is_closed() => Err(CallError::Transport {
+                server: self.server.clone(),
+                reason: t,
             }),
             Err(f @ (Failure::Closed | Failure::Transport(_))) => Err(CallError::Died {
                 server: self.server.clone(),
@@ -453,7 +460,7 @@ impl From<ServiceError> for Failure {
         match e {
             ServiceError::McpError(data) => Failure::Refused(data),
             ServiceError::TransportClosed => Failure::Closed,
-            ServiceError::TransportSend(t) => Failure::Transport(one_line(&t.to_string())),
+            ServiceError::TransportSend(t) => Failure::Transport(transport_text(&t)),
             ServiceError::Timeout { .. } => Failure::Timeout,
             ServiceError::Cancelled { .. } => Failure::Cancelled,
             _ => Failure::Unexpected,
@@ -517,6 +524,22 @@ impl Drop for CancelOnDrop {
                 pending.fetch_sub(1, Ordering::SeqCst);
             });
         }
+    }
+}
+
+/// A transport error without rmcp's Rust type names: its own text and,
+/// when there is one, its innermost cause ("connection reset by peer").
+fn transport_text(e: &rmcp::transport::DynamicTransportError) -> String {
+    let own = e.error.to_string();
+    let mut inner: Option<String> = None;
+    let mut source = e.error.source();
+    while let Some(s) = source {
+        inner = Some(s.to_string());
+        source = s.source();
+    }
+    match inner {
+        Some(cause) if !own.contains(&cause) => one_line(&format!("{own}: {cause}")),
+        _ => one_line(&own),
     }
 }
 

@@ -82,6 +82,15 @@ pub enum CallError {
         /// Exit status, malformed output or transport error, with its last words.
         reason: String,
     },
+    /// This call's exchange failed (a broken or unreadable HTTP response)
+    /// while the connection stays usable.
+    #[error("mcp server {server}: the call failed: {reason}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// What the transport said.
+        reason: String,
+    },
     /// The server answered with a JSON-RPC error.
     #[error("mcp server {server} refused the call: {message}")]
     Refused {

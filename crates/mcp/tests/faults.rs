@@ -318,3 +318,48 @@ async fn hostile_tool_lists_cost_only_the_bad_tools() {
     let (out, _) = run(&long, ws.path()).await;
     assert!(!out.is_error, "{out:?}");
 }
+
+fn http_config(name: &str, server: &McpFaultServer, tool_timeout_s: f64) -> ServerConfig {
+    let entry = ServerEntry {
+        url: Some(server.http_url()),
+        startup_timeout_s: Some(5.0),
+        tool_timeout_s: Some(tool_timeout_s),
+        ..ServerEntry::default()
+    };
+    ServerConfig::from_entry(name, &entry).unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_each_fault_costs_one_call_and_one_line() {
+    let script = McpFaultServer::start();
+    let ws = tempfile::tempdir().unwrap();
+    let (servers, lines) = start(vec![http_config("web", &script, 2.0)], ws.path()).await;
+    assert_eq!(lines, ["ready web 6"]);
+    let call = |t: &str| {
+        let tool = tool(&servers, &format!("mcp__web__{t}"));
+        let ws = ws.path().to_path_buf();
+        async move { run(&tool, &ws).await }
+    };
+    let (out, _) = call("die").await;
+    assert_one_line(
+        &out,
+        &["mcp server web: the call failed: ", "error sending request"],
+    );
+    let (out, took) = call("hang").await;
+    assert_one_line(&out, &["did not answer within 2 s"]);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let (out, _) = call("garbage").await;
+    assert_one_line(&out, &["the call failed", "<html>502 Bad Gateway</html>"]);
+    let (out, _) = call("bad_result").await;
+    assert_one_line(&out, &["not a tool result", "not a list"]);
+    let (out, _) = call("huge").await;
+    assert_eq!(out.content.len(), 50 * 1024 * 1024);
+    // An HTTP server that sent one bad answer is still there for the next.
+    let (out, _) = call("echo").await;
+    assert_eq!(out, ToolOutput::ok(r#"{"x":1}"#));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while script.received_method("notifications/cancelled").is_empty() {
+        assert!(Instant::now() < deadline, "the hung call was not cancelled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

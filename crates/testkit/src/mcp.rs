@@ -5,7 +5,9 @@
 //! process that dies when the script hangs up, and the script, in Rust,
 //! decides every answer.
 //!
-//! Each tool of [`McpFaultServer::tools`] behaves by its [`Behavior`]; the
+//! The same script also answers streamable HTTP ([`McpFaultServer::http_url`]).
+//!
+//! Each tool added with [`McpFaultServer::add_tool`] behaves by its [`Behavior`]; the
 //! server records every message it received ([`McpFaultServer::received`]),
 //! so a test can check that a cancelled call was cancelled on the wire.
 
@@ -69,6 +71,7 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
 /// The scripted server; it stops when dropped.
 pub struct McpFaultServer {
     addr: SocketAddr,
+    http_addr: SocketAddr,
     shared: Shared,
     shutdown: Option<oneshot::Sender<()>>,
 }
@@ -106,6 +109,9 @@ impl McpFaultServer {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let http = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        http.set_nonblocking(true)?;
+        let http_addr = http.local_addr()?;
         let shared: Shared = Arc::default();
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -119,14 +125,21 @@ impl McpFaultServer {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                         return;
                     };
+                    let Ok(http) = tokio::net::TcpListener::from_std(http) else {
+                        return;
+                    };
                     let accept = async {
                         while let Ok((socket, _)) = listener.accept().await {
                             lock(&state).connections += 1;
                             tokio::spawn(serve(socket, Arc::clone(&state)));
                         }
                     };
+                    let app = axum::Router::new()
+                        .route("/mcp", axum::routing::any(serve_http))
+                        .with_state(Arc::clone(&state));
                     tokio::select! {
                         _ = accept => {}
+                        _ = axum::serve(http, app) => {}
                         _ = rx => {}
                     }
                 });
@@ -134,6 +147,7 @@ impl McpFaultServer {
             })?;
         Ok(McpFaultServer {
             addr,
+            http_addr,
             shared,
             shutdown: Some(tx),
         })
@@ -169,6 +183,12 @@ impl McpFaultServer {
                 ),
             ],
         )
+    }
+
+    /// The same script as a streamable HTTP endpoint (JSON answers, no
+    /// sessions, no SSE).
+    pub fn http_url(&self) -> String {
+        format!("http://{}/mcp", self.http_addr)
     }
 
     /// What the command line of every process of this server's relay
@@ -212,42 +232,14 @@ async fn serve(socket: tokio::net::TcpStream, shared: Shared) {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        lock(&shared).received.push(message.clone());
-        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-        let Some(id) = message.get("id").cloned() else {
-            continue; // a notification (cancelled, initialized): recorded only
-        };
-        let startup = lock(&shared).startup.unwrap_or(Startup::Normal);
-        let reply = match (method, startup) {
-            ("initialize" | "server/discover", Startup::Die) => return,
-            ("initialize" | "server/discover", Startup::Hang) => continue,
-            ("initialize" | "server/discover", Startup::Garbage) => {
-                Reply::Raw(b"Server ready! Listening on stdio...\n".to_vec())
-            }
-            ("initialize", Startup::Normal) => Reply::Result(json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "testkit-faults", "version": "1.0.0"}
-            })),
-            ("ping", _) => Reply::Result(json!({})),
-            ("tools/list", _) => Reply::Result(json!({"tools": lock(&shared).tools.clone()})),
-            ("tools/call", _) => call(&message, &shared),
-            _ => Reply::Error(-32601, format!("method not found: {method}")),
-        };
-        let bytes = match reply {
-            Reply::Result(result) => {
-                line_of(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
-            }
-            Reply::Error(code, message) => line_of(
-                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
-            ),
-            Reply::Raw(bytes) => bytes,
+        let bytes = match answer(&message, &shared) {
+            Reply::Ack | Reply::Never => continue,
+            Reply::Bytes(bytes) => bytes,
             Reply::HangUp(bytes) => {
                 let _ = write.write_all(&bytes).await;
                 let _ = write.flush().await;
                 return;
             }
-            Reply::Never => continue,
         };
         if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
             return;
@@ -255,12 +247,92 @@ async fn serve(socket: tokio::net::TcpStream, shared: Shared) {
     }
 }
 
+/// The same script over streamable HTTP: each POST is one message, each
+/// answer a JSON body; a hang-up aborts the response mid-body.
+async fn serve_http(
+    axum::extract::State(shared): axum::extract::State<Shared>,
+    method: axum::http::Method,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    if method != axum::http::Method::POST {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let json =
+        |bytes: Vec<u8>| ([(header::CONTENT_TYPE, "application/json")], bytes).into_response();
+    match answer(&message, &shared) {
+        Reply::Ack => StatusCode::ACCEPTED.into_response(),
+        Reply::Never => std::future::pending().await,
+        Reply::Bytes(bytes) => json(bytes),
+        Reply::HangUp(bytes) => {
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+                vec![Ok(bytes), Err(std::io::Error::other("hung up"))];
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                axum::body::Body::from_stream(futures::stream::iter(chunks)),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// What the script answers to one message (and records it).
+fn answer(message: &Value, shared: &Shared) -> Reply {
+    lock(shared).received.push(message.clone());
+    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some(id) = message.get("id").cloned() else {
+        return Reply::Ack; // a notification (cancelled, initialized): recorded only
+    };
+    let startup = lock(shared).startup.unwrap_or(Startup::Normal);
+    let outcome = match (method, startup) {
+        ("initialize" | "server/discover", Startup::Die) => return Reply::HangUp(Vec::new()),
+        ("initialize" | "server/discover", Startup::Hang) => return Reply::Never,
+        ("initialize" | "server/discover", Startup::Garbage) => {
+            return Reply::Bytes(b"Server ready! Listening on stdio...\n".to_vec());
+        }
+        ("initialize", Startup::Normal) => Ok(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "testkit-faults", "version": "1.0.0"}
+        })),
+        ("ping", _) => Ok(json!({})),
+        ("tools/list", _) => Ok(json!({"tools": lock(shared).tools.clone()})),
+        ("tools/call", _) => match call(message, shared) {
+            Call::Result(r) => Ok(r),
+            Call::Error(code, m) => Err((code, m)),
+            Call::Reply(reply) => return reply,
+        },
+        _ => Err((-32601, format!("method not found: {method}"))),
+    };
+    Reply::Bytes(line_of(&match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    }))
+}
+
+/// What goes back on the wire.
 enum Reply {
+    /// Nothing: the message was a notification.
+    Ack,
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// These bytes, then the connection closes.
+    HangUp(Vec<u8>),
+    /// Nothing, ever.
+    Never,
+}
+
+/// What a tool call does.
+enum Call {
     Result(Value),
     Error(i64, String),
-    Raw(Vec<u8>),
-    HangUp(Vec<u8>),
-    Never,
+    Reply(Reply),
 }
 
 fn line_of(value: &Value) -> Vec<u8> {
@@ -269,23 +341,25 @@ fn line_of(value: &Value) -> Vec<u8> {
     bytes
 }
 
-fn call(message: &Value, shared: &Shared) -> Reply {
+fn call(message: &Value, shared: &Shared) -> Call {
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let behavior = lock(shared).behaviors.get(name).cloned();
     match behavior {
-        None => Reply::Error(-32602, format!("unknown tool: {name}")),
+        None => Call::Error(-32602, format!("unknown tool: {name}")),
         Some(Behavior::Echo) => {
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-            Reply::Result(json!({"content": [{"type": "text", "text": args.to_string()}]}))
+            Call::Result(json!({"content": [{"type": "text", "text": args.to_string()}]}))
         }
-        Some(Behavior::Die) => Reply::HangUp(br#"{"jsonrpc":"2.0","id":"#.to_vec()),
-        Some(Behavior::Hang) => Reply::Never,
-        Some(Behavior::Garbage) => Reply::Raw(b"<html>502 Bad Gateway</html>\n".to_vec()),
+        Some(Behavior::Die) => Call::Reply(Reply::HangUp(br#"{"jsonrpc":"2.0","id":"#.to_vec())),
+        Some(Behavior::Hang) => Call::Reply(Reply::Never),
+        Some(Behavior::Garbage) => {
+            Call::Reply(Reply::Bytes(b"<html>502 Bad Gateway</html>\n".to_vec()))
+        }
         Some(Behavior::Huge(bytes)) => {
             let text: String = "0123456789".chars().cycle().take(bytes).collect();
-            Reply::Result(json!({"content": [{"type": "text", "text": text}]}))
+            Call::Result(json!({"content": [{"type": "text", "text": text}]}))
         }
-        Some(Behavior::BadResult) => Reply::Result(json!({"content": "not a list"})),
+        Some(Behavior::BadResult) => Call::Result(json!({"content": "not a list"})),
     }
 }
