@@ -109,6 +109,18 @@ async fn everything_over_stdio_lists_echoes_shows_an_image_and_cancels() {
         assert_eq!(t.input_schema()["type"], "object");
     }
     assert!(tool(&servers, "mcp__everything__get-env").is_read_only());
+    let whole = servers.definition_chars();
+    let mut searched = ToolRegistry::builtin();
+    servers.install(&mut searched, 0);
+    let search = whittle_context::json_chars(&searched.specs())
+        - whittle_context::json_chars(&ToolRegistry::builtin().specs());
+    assert!(search < whole / 2, "{search} vs {whole}");
+    println!(
+        "server-everything: {} tools, definitions {whole} characters (~{} tokens); with tool search {search} characters (~{} tokens)",
+        servers.tools().len(),
+        whole.div_ceil(4),
+        search.div_ceil(4)
+    );
 
     let ctx = ToolContext::new(ws.path());
     let echo = tool(&servers, "mcp__everything__echo");

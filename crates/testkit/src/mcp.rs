@@ -55,6 +55,7 @@ struct State {
     tools: Vec<Value>,
     behaviors: BTreeMap<String, Behavior>,
     received: Vec<Value>,
+    http_headers: Vec<BTreeMap<String, String>>,
     connections: usize,
     startup: Option<Startup>,
 }
@@ -210,6 +211,11 @@ impl McpFaultServer {
             .collect()
     }
 
+    /// The headers of every HTTP request, names in lowercase.
+    pub fn http_headers(&self) -> Vec<BTreeMap<String, String>> {
+        lock(&self.shared).http_headers.clone()
+    }
+
     /// How many connections (process starts) there were.
     pub fn connections(&self) -> usize {
         lock(&self.shared).connections
@@ -252,10 +258,22 @@ async fn serve(socket: tokio::net::TcpStream, shared: Shared) {
 async fn serve_http(
     axum::extract::State(shared): axum::extract::State<Shared>,
     method: axum::http::Method,
+    headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> axum::response::Response {
     use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;
+    lock(&shared).http_headers.push(
+        headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+    );
     if method != axum::http::Method::POST {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }

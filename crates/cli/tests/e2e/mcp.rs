@@ -677,3 +677,53 @@ fn ctrl_c_cancels_a_running_mcp_call_and_a_second_one_leaves_no_server_behind() 
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_none_left(&marker);
 }
+
+#[test]
+fn http_headers_are_expanded_from_the_environment_and_never_written() {
+    const TOKEN: &str = "web-token-0123456789-secret";
+    let script = McpFaultServer::start();
+    let h = Harness::new();
+    h.write_user_config(&format!(
+        "[mcp_servers.web]\nurl = {:?}\nheaders = {{ Authorization = \"Bearer ${{WEB_TOKEN}}\" }}\n",
+        script.http_url()
+    ));
+    h.server.push(Reply::tool_use(
+        "e",
+        "mcp__web__echo",
+        json!({"said": "hi"}),
+    ));
+    h.server.push(Reply::text("done"));
+    let out = h
+        .command(&["--allow", "mcp__web__echo", "-p", "say hi"])
+        .env("WEB_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(
+        content_text(&tool_result(&h.requests()[1].body, "e")),
+        r#"{"said":"hi"}"#
+    );
+    let headers = script.http_headers();
+    assert!(!headers.is_empty());
+    for hdrs in &headers {
+        assert_eq!(hdrs["authorization"], format!("Bearer {TOKEN}"));
+    }
+    assert!(!stdout(&out).contains(TOKEN) && !stderr(&out).contains(TOKEN));
+    for file in crate::walk(&h.state()) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains(TOKEN), "the token is in {}", file.display());
+    }
+    h.assert_clean();
+
+    // Unset, the server is not reached and the line names the variable.
+    h.server.push(Reply::text("no web"));
+    let before = headers.len();
+    let out = h.run(&["-p", "say hi"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("mcp server web: headers.Authorization uses ${WEB_TOKEN}, which is not set"),
+        "{err}"
+    );
+    assert_eq!(script.http_headers().len(), before);
+}
