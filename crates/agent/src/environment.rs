@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use whittle_tools::one_line;
 
 /// Most status lines shown.
 const MAX_STATUS_LINES: usize = 15;
@@ -132,19 +133,6 @@ fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
     };
     let text = reader.join().ok()?;
     status.filter(|s| s.success()).map(|_| text)
-}
-
-/// One line of at most `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let mut line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max)
-        .collect();
-    if text.chars().count() > max {
-        line.push('…');
-    }
-    line
 }
 
 #[cfg(test)]

@@ -178,16 +178,7 @@ fn describe(server: &ServerName, remote_name: &str, own: &str) -> String {
 
 /// A server-given name or value in a message: one line, bounded.
 fn shown(text: &str) -> String {
-    let one: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(80)
-        .collect();
-    if text.chars().count() > 80 {
-        format!("{one}…")
-    } else {
-        one
-    }
+    whittle_tools::one_line(text, 80)
 }
 
 #[cfg(test)]

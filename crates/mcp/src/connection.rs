@@ -548,14 +548,7 @@ fn error_data(e: &rmcp::ErrorData) -> String {
 }
 
 fn one_line(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > 300 {
-        let mut cut: String = line.chars().take(300).collect();
-        cut.push('…');
-        cut
-    } else {
-        line
-    }
+    whittle_tools::one_line(text.trim(), 300)
 }
 
 fn spawn_message(e: &std::io::Error, command: &str, cwd: &Path) -> String {

@@ -91,15 +91,7 @@ impl Health {
 fn last_line(tail: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(tail);
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let mut shown: String = line
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(QUOTED_CHARS)
-        .collect();
-    if line.chars().count() > QUOTED_CHARS {
-        shown.push('…');
-    }
-    Some(format!("`{shown}`"))
+    Some(format!("`{}`", whittle_tools::one_line(line, QUOTED_CHARS)))
 }
 
 #[cfg(test)]

@@ -309,17 +309,8 @@ fn is_notification(line: &[u8]) -> bool {
 
 /// The start of a line, for an error message.
 fn snippet(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&line[..line.len().min(200)]);
-    let one: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(80)
-        .collect();
-    if text.chars().count() > 80 || line.len() > 200 {
-        format!("{one}…")
-    } else {
-        one
-    }
+    // A few hundred bytes hold the 80 characters shown, and the cut mark.
+    whittle_tools::one_line(&String::from_utf8_lossy(&line[..line.len().min(400)]), 80)
 }
 
 impl rmcp::transport::Transport<RoleClient> for LineTransport {

@@ -28,7 +28,7 @@ pub use search::{GlobTool, GrepTool};
 pub use skills::{LoadSkillTool, Skill, SkillProblem, Skills};
 pub use todo::{TodoItem, TodoStatus, TodoStore, TodoWriteTool};
 pub use tool::{Tool, ToolContext, ToolOutput, ToolSpec};
-pub use truncate::cap_middle;
+pub use truncate::{cap_middle, one_line};
 pub use write_file::{EditFileTool, WriteFileTool};
 
 /// Re-exported so callers build a [`ToolContext`] without naming tokio-util.

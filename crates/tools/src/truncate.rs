@@ -138,6 +138,21 @@ pub fn cap_middle(text: &str, max: usize) -> String {
     )
 }
 
+/// One line of at most `max` characters, for quoting what someone else
+/// wrote (a server's name, its last words) in a message: control
+/// characters, line breaks included, become spaces, and a cut ends in `…`.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if text.chars().nth(max).is_some() {
+        line.push('…');
+    }
+    line
+}
+
 /// Cuts one line to `max` chars, saying how many were cut.
 pub fn cap_line(line: &str, max: usize) -> String {
     match line.char_indices().nth(max) {
@@ -165,6 +180,14 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_replaces_controls_and_marks_a_cut() {
+        assert_eq!(one_line("a\nb\x1bc", 10), "a b c");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("abc", 3), "abc");
+        assert_eq!(one_line(" M x", 10), " M x");
+    }
     use proptest::prelude::*;
 
     #[test]
