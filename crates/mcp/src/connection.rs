@@ -402,14 +402,18 @@ impl Connection {
         }
     }
 
-    /// Waits (briefly) until the cancellations of dropped calls were sent,
-    /// so that stopping the server does not swallow them.
-    pub async fn flush_cancellations(&self) {
-        let deadline = tokio::time::Instant::now() + CANCEL_NOTICE_TIMEOUT;
-        while self.pending_cancels.load(Ordering::SeqCst) > 0
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    /// Ends the connection as the protocol asks: the cancellations of
+    /// dropped calls go out first, then a stdio server's stdin is closed and
+    /// it gets a moment to exit (and to read what it was sent) before the
+    /// process group is killed when the connection is dropped.
+    pub async fn shutdown(&self) {
+        wait_until(CANCEL_NOTICE_TIMEOUT, || {
+            self.pending_cancels.load(Ordering::SeqCst) == 0
+        })
+        .await;
+        self.service.cancellation_token().cancel();
+        if self._child.is_some() {
+            wait_until(STDIO_EXIT_GRACE, || self.health.exited()).await;
         }
     }
 
@@ -467,6 +471,17 @@ impl From<ServiceError> for Failure {
         }
     }
 }
+
+/// Polls `done` until it holds or `limit` has passed.
+async fn wait_until(limit: Duration, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How long a stdio server has to exit once its stdin is closed.
+const STDIO_EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How long telling a server to cancel may take: a server that does not
 /// read its input must not hold up the turn.

@@ -185,7 +185,7 @@ impl McpServer {
     pub async fn stop(&self) {
         let mut state = self.state.lock().await;
         if let State::Up(c) = &*state {
-            c.flush_cancellations().await;
+            c.shutdown().await;
         }
         *state = State::Down {
             reason: "stopped by whittle".into(),

@@ -234,10 +234,8 @@ impl McpServers {
         })
     }
 
-    /// Stops every server now.
+    /// Stops every server, side by side.
     pub async fn stop(&self) {
-        for s in &self.servers {
-            s.stop().await;
-        }
+        futures::future::join_all(self.servers.iter().map(|s| s.stop())).await;
     }
 }
