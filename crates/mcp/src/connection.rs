@@ -666,6 +666,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_environment_snapshot_keeps_only_what_servers_may_use() {
+        let entry = crate::config::ServerEntry {
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            headers: [("Authorization".to_owned(), "Bearer ${WEB_TOKEN}".to_owned())].into(),
+            ..Default::default()
+        };
+        let config = ServerConfig::from_entry("web", &entry).unwrap().unwrap();
+        let lookup = |k: &str| match k {
+            "PATH" | "WEB_TOKEN" | "ANTHROPIC_API_KEY" | "GITHUB_TOKEN" => Some(format!("<{k}>")),
+            _ => None,
+        };
+        let options = StartOptions::snapshot("/w".into(), None, &[config], &lookup);
+        assert_eq!((options.env)("PATH").as_deref(), Some("<PATH>"));
+        assert_eq!((options.env)("WEB_TOKEN").as_deref(), Some("<WEB_TOKEN>"));
+        assert_eq!((options.env)("ANTHROPIC_API_KEY"), None);
+        assert_eq!((options.env)("GITHUB_TOKEN"), None);
+        assert!(!format!("{options:?}").contains('<'));
+    }
+
+    #[test]
     fn loopback_hosts() {
         assert!(is_loopback("http://127.0.0.1:8080/mcp"));
         assert!(is_loopback("http://localhost/mcp"));
