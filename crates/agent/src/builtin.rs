@@ -56,6 +56,7 @@ pub struct TaskTool {
     config: AgentConfig,
     hooks: Hooks,
     usage: Option<UsageMeter>,
+    policy: PermissionPolicy,
 }
 
 impl TaskTool {
@@ -81,7 +82,15 @@ impl TaskTool {
             config,
             hooks: Hooks::new(),
             usage: None,
+            policy: PermissionPolicy::new(PermissionMode::ReadOnly),
         }
+    }
+
+    /// Gives subagents what `parent` allows of the read-only tools they
+    /// have (its rules for MCP tools; see [`PermissionPolicy::for_subagent`]).
+    pub fn with_parent_policy(mut self, parent: &PermissionPolicy) -> Self {
+        self.policy = parent.for_subagent();
+        self
     }
 
     /// Counts subagents' model calls in `meter` (the parent's), so the
@@ -138,7 +147,7 @@ impl Tool for TaskTool {
                 self.tools.clone(),
                 self.config.clone(),
             )
-            .with_policy(PermissionPolicy::new(PermissionMode::ReadOnly))
+            .with_policy(self.policy.clone())
             .with_approver(Box::new(DenyAsks))
             .with_hooks(self.hooks.for_subagent());
             if let Some(meter) = &self.usage {

@@ -7,7 +7,9 @@
 
 mod agent;
 mod builtin;
+mod environment;
 mod hooks;
+mod instructions;
 mod prompt;
 mod session;
 mod summarizer;
@@ -17,7 +19,9 @@ pub use agent::{
     DenyAsks, EventSink, MeterChoice, Resumed, TurnOutcome, UsageMeter, UsageTotals,
 };
 pub use builtin::{CompactTool, TaskTool};
+pub use environment::environment_block;
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
-pub use prompt::system_prompt;
+pub use instructions::{InstructionFile, ProjectInstructions, instructions_chars};
+pub use prompt::{session_system_prompt, system_prompt};
 pub use session::{SessionFileError, SessionInfo, SessionWriter, find_session, list_sessions};
 pub use summarizer::ProviderSummarizer;

@@ -1,8 +1,31 @@
 //! The system prompt.
 
+use crate::instructions::ProjectInstructions;
 use std::path::Path;
 use whittle_context::AUTHORITY_RULE;
 use whittle_tools::Skills;
+
+/// The system prompt of a session: [`system_prompt`], then the environment
+/// block and the project's instructions. Computed once when the session
+/// starts and unchanged after, so it stays in the cached prefix and no
+/// compaction touches it.
+pub fn session_system_prompt(
+    workspace: &Path,
+    skills: &Skills,
+    extra: Option<&str>,
+    environment: &str,
+    instructions: &ProjectInstructions,
+) -> String {
+    let mut p = system_prompt(workspace, skills, None);
+    for section in [environment, &instructions.render()] {
+        if !section.is_empty() {
+            p.push('\n');
+            p.push_str(section);
+        }
+    }
+    append_extra(&mut p, extra);
+    p
+}
 
 /// The system prompt for a session in `workspace`. It stays the same for the
 /// whole session, so the provider can cache it.
@@ -23,10 +46,15 @@ replaces an old result. Read those files with read_file when you need them again
         p.push('\n');
         p.push_str(&listing);
     }
+    append_extra(&mut p, extra);
+    p
+}
+
+/// The config's `system_prompt_extra`, last.
+fn append_extra(p: &mut String, extra: Option<&str>) {
     if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
         p.push('\n');
         p.push_str(extra.trim());
         p.push('\n');
     }
-    p
 }

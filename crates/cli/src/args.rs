@@ -47,8 +47,8 @@ Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.t
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
 auto_compact_fraction, reserved_output_tokens, thinking, effort, [[hooks]],
-[models.\"NAME\"] and [sandbox] (mode, network, writable_roots, read_roots,
-hide_env).
+[models.\"NAME\"], [sandbox] (mode, network, writable_roots, read_roots,
+hide_env), [mcp_servers.NAME] (see `whittle mcp --help`) and mcp_schema_share.
 
 The sandbox: in read-only mode commands may write nothing (but a private /tmp)
 and have no network; in default and accept-edits they may write the workspace
@@ -60,9 +60,12 @@ never inherit the provider keys (nor [sandbox] hide_env), and their values are
 redacted from tool results and session logs. If the kernel cannot sandbox, -p
 refuses commands unless --sandbox off.
 
-A folder's own config may add hooks, allow rules, a laxer permission_mode or
-open the sandbox up only once the folder is trusted: the REPL asks, or pass
---trust-project.
+A folder's own config may add hooks, MCP servers, allow rules, a laxer
+permission_mode or open the sandbox up only once the folder is trusted: the
+REPL asks, or pass --trust-project.
+
+Project instructions: AGENTS.md (or CLAUDE.md) in each folder from the git root
+down to the workspace, then ~/.config/whittle/AGENTS.md, go into the system prompt.
 
 In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
 /sessions, /sandbox, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
@@ -128,7 +131,8 @@ pub struct AgentArgs {
     pub sandbox: Option<SandboxMode>,
 
     /// Allow what would otherwise be asked, e.g. `bash(cargo test*)`,
-    /// `write_file(src/**)`, `edit_file`. Repeatable.
+    /// `write_file(src/**)`, `edit_file`, `mcp__fs__*` (every tool of the
+    /// MCP server fs). Repeatable.
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<String>,
 
@@ -249,6 +253,68 @@ tokens), cache_write_multiplier and cache_read_multiplier.")]
     /// The sandbox that confines the agent's commands.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+
+    /// The MCP servers of the config: list them with their tools, or call
+    /// one tool (to debug a server).
+    #[command(after_help = "\
+Servers are configured in the config files, e.g.:
+  [mcp_servers.fs]
+  command = \"npx\"
+  args = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \".\"]
+  [mcp_servers.remote]
+  url = \"https://example.invalid/mcp\"
+  headers = { Authorization = \"Bearer ${REMOTE_TOKEN}\" }
+
+Examples:
+  whittle mcp list
+  whittle mcp call fs read_text_file '{\"path\": \"README.md\"}'
+
+A stdio server's stderr goes to .whittle/mcp/NAME.log.")]
+    Mcp(McpArgs),
+}
+
+/// `whittle mcp ...`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: McpCommand,
+
+    /// The workspace folder whose config is read (default: the current folder).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Start the servers of this folder's own .whittle/config.toml for this
+    /// run, without remembering the folder as trusted.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
+}
+
+/// `whittle mcp` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every configured server and show its state and its tools
+    /// (exit 1 when one fails to start).
+    List,
+    /// Start one server, call one of its tools and print the result (exit 1
+    /// when the call fails or the tool reports an error).
+    Call {
+        /// The server's name in the config.
+        server: String,
+        /// The tool, by the server's name for it (or its mcp__SERVER__TOOL name).
+        tool: String,
+        /// The arguments, a JSON object (default `{}`); `-` reads them from stdin.
+        #[arg(value_name = "JSON")]
+        arguments: Option<String>,
+    },
+    /// The client side of the MCP conformance suite: run by
+    /// `conformance client --command "whittle mcp conformance"`, which adds
+    /// the server's URL and names the scenario in MCP_CONFORMANCE_SCENARIO.
+    #[command(hide = true)]
+    Conformance {
+        /// The scenario server's URL.
+        url: String,
+    },
 }
 
 /// `whittle sandbox ...`.

@@ -6,12 +6,17 @@ use crate::args::{AgentArgs, Preset, SandboxMode};
 use crate::trust::{self, Widening};
 use anyhow::{Context, bail};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use whittle_agent::CommandHook;
 use whittle_context::TokenBudget;
 use whittle_llm::{Effort, ModelFactsOverride, ModelSpec, Reasoning, Thinking};
+use whittle_mcp::{ServerConfig, ServerEntry};
 use whittle_tools::PermissionMode;
+
+/// Share of the window the MCP tools' definitions may take before they are
+/// searched with `mcp_tool_search` instead of sent whole.
+pub const DEFAULT_MCP_SCHEMA_SHARE: f64 = 0.10;
 
 /// Model calls one task may make unless configured.
 pub const DEFAULT_MAX_TURNS: u32 = 200;
@@ -58,6 +63,11 @@ pub struct FileConfig {
     pub thinking: Option<Thinking>,
     /// `low` to `max`.
     pub effort: Option<Effort>,
+    /// MCP servers, `[mcp_servers.NAME]`.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, ServerEntry>,
+    /// Share of the window the MCP tool definitions may take (default 0.1).
+    pub mcp_schema_share: Option<f64>,
     /// `[sandbox]`: how commands are confined.
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -137,6 +147,12 @@ pub struct Settings {
     pub reserved_output_tokens: Option<u64>,
     /// Thinking and effort for every model call.
     pub reasoning: Reasoning,
+    /// MCP servers by name; a later file's entry replaces an earlier one.
+    pub mcp_servers: BTreeMap<String, ServerEntry>,
+    /// Share of the window the MCP tool definitions may take.
+    pub mcp_schema_share: f64,
+    /// The person's own instruction file, `AGENTS.md` beside the user config.
+    pub user_instructions: Option<PathBuf>,
     /// The config files that were read, in order.
     pub files: Vec<PathBuf>,
     /// What the project config asked for and did not get: the folder is not
@@ -150,6 +166,18 @@ impl Settings {
     /// `.whittle` in the workspace: sessions, saved outputs, transcripts.
     pub fn state_dir(&self) -> PathBuf {
         self.workspace.join(".whittle")
+    }
+
+    /// The enabled MCP servers, checked (each entry was checked when its
+    /// file was read, so this fails only for settings built by hand).
+    pub fn mcp_server_configs(&self) -> anyhow::Result<Vec<ServerConfig>> {
+        let mut out = Vec::new();
+        for (name, entry) in &self.mcp_servers {
+            if let Some(c) = ServerConfig::from_entry(name, entry)? {
+                out.push(c);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -278,6 +306,16 @@ pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
             ));
         }
     }
+    for (name, entry) in &config.mcp_servers {
+        ServerConfig::from_entry(name, entry).map_err(|e| e.to_string())?;
+    }
+    if let Some(f) = config.mcp_schema_share
+        && !(0.0..=1.0).contains(&f)
+    {
+        return Err(format!(
+            "mcp_schema_share must be from 0 (always search MCP tools) to 1, not {f}"
+        ));
+    }
     Ok(config)
 }
 
@@ -310,6 +348,9 @@ pub fn resolve(
         auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
         reserved_output_tokens: None,
         reasoning: Reasoning::default(),
+        mcp_servers: BTreeMap::new(),
+        mcp_schema_share: DEFAULT_MCP_SCHEMA_SHARE,
+        user_instructions: user_config_path(env).map(|p| p.with_file_name("AGENTS.md")),
         files: Vec::new(),
         withheld: None,
         sandbox: SandboxSettings::default(),
@@ -372,6 +413,10 @@ pub fn resolve(
             s.sandbox.read_roots.push(expand(r)?);
         }
         s.sandbox.hide_env.extend(c.sandbox.hide_env);
+        s.mcp_servers.extend(c.mcp_servers);
+        if let Some(f) = c.mcp_schema_share {
+            s.mcp_schema_share = f;
+        }
         s.files.push(path);
     }
     if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
@@ -486,6 +531,42 @@ preset = "teaching"
     }
 
     #[test]
+    fn mcp_servers_merge_by_name_and_later_files_win() {
+        let user = layer(
+            "/u.toml",
+            r#"
+[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+env = { KEY = "value" }
+startup_timeout_s = 20
+tool_timeout_s = 120
+[mcp_servers.remote]
+url = "https://example.invalid/mcp"
+headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
+"#,
+        );
+        let project = layer(
+            "/w.toml",
+            "mcp_schema_share = 0.25\n[mcp_servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nenabled = false\n",
+        );
+        let s = resolve(
+            "/w".into(),
+            vec![user, project],
+            &AgentArgs::default(),
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(s.mcp_schema_share, 0.25);
+        let configs = s.mcp_server_configs().unwrap();
+        let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["fs"], "remote was turned off by the later file");
+        assert_eq!(configs[0].tool_timeout, std::time::Duration::from_secs(120));
+        let defaults = resolve("/w".into(), vec![], &AgentArgs::default(), &no_env).unwrap();
+        assert_eq!(defaults.mcp_schema_share, DEFAULT_MCP_SCHEMA_SHARE);
+    }
+
+    #[test]
     fn thinking_and_effort_come_from_files_and_flags() {
         let files = vec![
             layer("/u.toml", "thinking = 16000\neffort = \"low\""),
@@ -539,6 +620,13 @@ preset = "teaching"
             ("[sandbox]\nwritable_roots = [\"rel/dir\"]", "absolute"),
             ("[sandbox]\nnetwork = \"yes\"", "network"),
             ("[sandbox]\nroots = []", "roots"),
+            (
+                "[mcp_servers.fs]\nargs = []",
+                "mcp_servers.fs: give `command`",
+            ),
+            ("[mcp_servers.\"a b\"]\ncommand = \"x\"", "server name"),
+            ("[mcp_servers.fs]\ncommand = \"x\"\ncomand = 1", "comand"),
+            ("mcp_schema_share = 2.0", "mcp_schema_share"),
         ] {
             let err = parse_file_config(text).unwrap_err();
             assert!(!err.contains('\n'), "{err}");

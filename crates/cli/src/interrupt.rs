@@ -71,6 +71,9 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken) {
     while tokio::signal::ctrl_c().await.is_ok() {
         if cancel.is_cancelled() {
             err_line("");
+            // Exiting skips destructors: the servers' process groups are
+            // killed here instead.
+            whittle_mcp::kill_all_servers();
             std::process::exit(i32::from(CANCELLED_EXIT));
         }
         err_line("\ncancelling... (Ctrl-C again to quit)");

@@ -6,6 +6,7 @@ mod approve;
 mod args;
 mod config;
 mod interrupt;
+mod mcp_cmd;
 mod model_cmd;
 mod oneshot;
 mod providers;
@@ -61,6 +62,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Sandbox(SandboxCommand::Check(args))) => {
             return sandbox_check::run(&args, &env);
+        }
+        Some(Command::Mcp(args)) => {
+            let rt = runtime()?;
+            return rt.block_on(mcp_cmd::run(&args, &env));
         }
         None => {}
     }

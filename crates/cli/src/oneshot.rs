@@ -4,6 +4,7 @@
 use crate::args::{AgentArgs, OutputFormat};
 use crate::config::{Env, Settings};
 use crate::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
+use crate::mcp_cmd::{self, Progress};
 use crate::render::{Renderer, event_json, report_json};
 use crate::setup;
 use serde_json::{Value, json};
@@ -94,7 +95,8 @@ pub async fn run(
     env: Env<'_>,
     prompt: &str,
 ) -> anyhow::Result<ExitCode> {
-    let mut session = setup::open(settings, args, env, Box::new(DenyAsks))?;
+    let mcp = mcp_cmd::start_for_session(settings, env, Progress::Problems).await?;
+    let mut session = setup::open(settings, args, env, Box::new(DenyAsks), &mcp)?;
     session.ensure_logging()?;
     let session_id = session.agent.session_id().unwrap_or_default().to_string();
     let model = session.spec.to_string();
@@ -122,6 +124,8 @@ pub async fn run(
     )
     .await;
     sink.renderer.end_text();
+    // Cancellations of MCP calls the turn gave up on go out before exit.
+    mcp.stop().await;
     let usage = usage_since(before, session.agent.usage());
 
     let (subtype, text, error, code) = classify(&outcome, settings.max_turns);

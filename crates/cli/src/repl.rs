@@ -8,6 +8,7 @@ use crate::approve::TerminalApprover;
 use crate::args::AgentArgs;
 use crate::config::{Env, Settings};
 use crate::interrupt::{self, CancelSlot, run_turn};
+use crate::mcp_cmd::{self, Progress};
 use crate::render::{Renderer, out_line};
 use crate::setup::{self, Session};
 use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
 use whittle_context::collapse_whitespace;
+use whittle_mcp::Installation;
 
 /// The prompt.
 const PROMPT: &str = "> ";
@@ -142,13 +144,24 @@ pub fn run(
     let interactive = std::io::stdin().is_terminal();
     let slot = CancelSlot::default();
     let err_style = Style::detect(std::io::stderr().is_terminal());
+    let mut renderer = Renderer::new(&settings.workspace, true);
     let approver: Box<dyn Approver> = if interactive {
         Box::new(TerminalApprover::new(err_style, slot.clone()))
     } else {
         Box::new(DenyAsks)
     };
-    let mut session = setup::open(settings, args, env, approver)?;
-    let mut renderer = Renderer::new(&settings.workspace, true);
+    let progress = if interactive {
+        Progress::Lines
+    } else {
+        Progress::Problems
+    };
+    let mcp = rt.block_on(mcp_cmd::start_for_session(settings, env, progress))?;
+    let mut session = setup::open(settings, args, env, approver, &mcp)?;
+    if let Installation::Searched { chars, tools } = session.mcp {
+        renderer.line(&err_style.dim(&format!(
+            "mcp: the definitions of {tools} tools ({chars} characters) exceed mcp_schema_share of the window; the model finds them with mcp_tool_search"
+        )));
+    }
     if interactive {
         renderer.line(&format!(
             "{} {} in {}\n{}",
@@ -216,6 +229,7 @@ pub fn run(
             Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
         }
     }
+    rt.block_on(mcp.stop());
     Ok(ExitCode::SUCCESS)
 }
 

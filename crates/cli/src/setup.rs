@@ -8,16 +8,17 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
-    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, TaskTool, UsageMeter,
-    find_session, system_prompt,
+    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, ProjectInstructions, TaskTool,
+    UsageMeter, environment_block, find_session, session_system_prompt,
 };
 use whittle_context::tool_names;
-use whittle_context::{Limits, Redactor, TokenBudget};
+use whittle_context::{Limits, Redactor, TokenBudget, TokenMeter};
 use whittle_llm::{ModelSpec, Prices, model_facts_with};
+use whittle_mcp::{Installation, McpServers, TOOL_SEARCH_NAME};
 use whittle_tools::{PermissionPolicy, Sandbox, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.
-const TRUSTED_TOOLS: [&str; 2] = [tool_names::COMPACT, tool_names::TASK];
+const TRUSTED_TOOLS: [&str; 3] = [tool_names::COMPACT, tool_names::TASK, TOOL_SEARCH_NAME];
 
 /// An agent ready to take input.
 pub struct Session {
@@ -30,6 +31,8 @@ pub struct Session {
     pub resumed: Option<(String, usize)>,
     /// What the kernel's sandbox can do, when commands are confined.
     pub support: Option<whittle_sandbox::Support>,
+    /// How the MCP servers' tools were offered to the model.
+    pub mcp: Installation,
 }
 
 impl Session {
@@ -92,6 +95,9 @@ pub fn agent_config(
         ),
     };
     let skills = Skills::discover(&settings.workspace);
+    let instructions =
+        ProjectInstructions::discover(&settings.workspace, settings.user_instructions.as_deref());
+    let today = crate::slash::utc_date(std::time::SystemTime::now());
     AgentConfig {
         model: spec.model.clone(),
         model_label: spec.to_string(),
@@ -102,10 +108,12 @@ pub fn agent_config(
         limits,
         meter,
         context_window: facts.context_window,
-        system_prompt: system_prompt(
+        system_prompt: session_system_prompt(
             &settings.workspace,
             &skills,
             settings.system_prompt_extra.as_deref(),
+            &environment_block(&settings.workspace, &today),
+            &instructions,
         ),
         reasoning: settings.reasoning,
         sandbox: Sandbox::none(),
@@ -113,12 +121,24 @@ pub fn agent_config(
     }
 }
 
-/// Builds the agent and continues a session if `args` asks to.
+/// Characters the MCP tools' definitions may take before they are searched
+/// instead of sent: `mcp_schema_share` of the window.
+fn mcp_budget_chars(settings: &Settings, config: &AgentConfig) -> usize {
+    let window_chars = match config.meter {
+        MeterChoice::Chars => config.limits.context_limit as f64,
+        MeterChoice::Tokens => config.context_window as f64 * TokenMeter::DEFAULT_CHARS_PER_TOKEN,
+    };
+    (window_chars * settings.mcp_schema_share) as usize
+}
+
+/// Builds the agent, with the tools of the started MCP servers, and
+/// continues a session if `args` asks to.
 pub fn open(
     settings: &Settings,
     args: &AgentArgs,
     env: Env<'_>,
     approver: Box<dyn Approver>,
+    mcp: &McpServers,
 ) -> anyhow::Result<Session> {
     let spec = choose_model(settings, env);
     let Connection {
@@ -138,16 +158,19 @@ pub fn open(
     let support = confinement.support;
     let mut tools = ToolRegistry::builtin();
     tools.register(Arc::new(CompactTool));
+    let installation = mcp.install(&mut tools, mcp_budget_chars(settings, &config));
     let mut hooks = Hooks::new();
     hooks.add_commands(settings.hooks.iter().cloned());
     let usage = UsageMeter::default();
-    let task = TaskTool::new(provider.clone(), &tools, config.clone())
-        .with_hooks(hooks.clone())
-        .with_usage_meter(usage.clone());
-    tools.register(Arc::new(task));
     let policy = PermissionPolicy::new(settings.permission_mode)
         .with_allow_strs(&settings.allow)?
-        .with_trusted_tools(TRUSTED_TOOLS);
+        .with_trusted_tools(TRUSTED_TOOLS)
+        .with_read_only_mcp_tools(mcp.read_only_tool_names());
+    let task = TaskTool::new(provider.clone(), &tools, config.clone())
+        .with_hooks(hooks.clone())
+        .with_usage_meter(usage.clone())
+        .with_parent_policy(&policy);
+    tools.register(Arc::new(task));
     let mut agent = Agent::new(provider, tools, config)
         .with_policy(policy)
         .with_approver(approver)
@@ -170,6 +193,7 @@ pub fn open(
         spec,
         resumed,
         support,
+        mcp: installation,
     })
 }
 

@@ -74,9 +74,21 @@ pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String 
     let used = b.system + b.tools + b.messages + b.tool_results;
     let window = b.window.max(used).max(1);
     let free = window.saturating_sub(used);
-    let rows: [(&str, u64, &str, char); 5] = [
-        ("system prompt", b.system, "35", '█'),
-        ("tool definitions", b.tools, "34", '█'),
+    let rows: [(&str, u64, &str, char); 7] = [
+        (
+            "system prompt",
+            b.system.saturating_sub(b.instructions),
+            "35",
+            '█',
+        ),
+        ("project instructions", b.instructions, "95", '█'),
+        (
+            "tool definitions",
+            b.tools.saturating_sub(b.mcp_tools),
+            "34",
+            '█',
+        ),
+        ("MCP tool schemas", b.mcp_tools, "94", '█'),
         ("messages", b.messages, "32", '█'),
         ("tool results", b.tool_results, "33", '█'),
         ("free", free, "2", '░'),
@@ -103,7 +115,7 @@ pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String 
     );
     for (name, amount, color, ch) in rows {
         out.push_str(&format!(
-            "  {} {:<17} {:>12} {unit}  {:>5.1}%\n",
+            "  {} {:<20} {:>12} {unit}  {:>5.1}%\n",
             style.code(color, &ch.to_string()),
             name,
             group_digits(amount),
@@ -180,14 +192,20 @@ fn first_input(path: &Path) -> Option<String> {
 /// `2026-05-01 14:03 UTC`.
 pub fn utc_minutes(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    let (y, m, d) = civil_from_days(days);
     let rem = secs % 86_400;
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        "{} {:02}:{:02} UTC",
+        utc_date(t),
         rem / 3600,
         (rem % 3600) / 60
     )
+}
+
+/// `2026-05-01`: the UTC date, for the environment block.
+pub fn utc_date(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -237,6 +255,7 @@ mod tests {
             tool_results: 10_000,
             limit: 42_500,
             window: 50_000,
+            ..ContextBreakdown::default()
         };
         let text = render_context(&b, "chars", Style::plain());
         assert!(
@@ -252,6 +271,28 @@ mod tests {
     }
 
     #[test]
+    fn instructions_and_mcp_schemas_have_their_own_rows() {
+        let b = ContextBreakdown {
+            system: 1_000,
+            instructions: 300,
+            tools: 4_000,
+            mcp_tools: 1_500,
+            window: 50_000,
+            ..ContextBreakdown::default()
+        };
+        let text = render_context(&b, "chars", Style::plain());
+        assert!(
+            text.starts_with("Context: 5,000 of 50,000 chars used"),
+            "{text}"
+        );
+        let row = |name: &str| text.lines().find(|l| l.contains(name)).unwrap().to_owned();
+        assert!(row("system prompt").contains(" 700 chars"), "{text}");
+        assert!(row("project instructions").contains(" 300 chars"), "{text}");
+        assert!(row("tool definitions").contains(" 2,500 chars"), "{text}");
+        assert!(row("MCP tool schemas").contains(" 1,500 chars"), "{text}");
+    }
+
+    #[test]
     fn numbers_and_dates_read_well() {
         assert_eq!(group_digits(0), "0");
         assert_eq!(group_digits(999), "999");
@@ -259,6 +300,7 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(utc_minutes(t), "2023-11-14 22:13 UTC");
         assert_eq!(utc_minutes(UNIX_EPOCH), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_date(t), "2023-11-14");
     }
 
     #[test]

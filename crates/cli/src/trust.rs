@@ -25,6 +25,9 @@ pub struct Widening {
     /// `[sandbox]` keys that let commands do more: a looser mode, the
     /// network, extra roots.
     pub sandbox: Vec<&'static str>,
+    /// MCP servers it declares (a server is a command, or a place whittle
+    /// sends tool calls to).
+    pub mcp_servers: usize,
 }
 
 impl Widening {
@@ -57,8 +60,13 @@ impl Widening {
             allow: config.allow.len(),
             permission_mode,
             sandbox,
+            mcp_servers: config.mcp_servers.len(),
         };
-        (w.hooks > 0 || w.allow > 0 || w.permission_mode.is_some() || !w.sandbox.is_empty())
+        (w.hooks > 0
+            || w.allow > 0
+            || w.permission_mode.is_some()
+            || !w.sandbox.is_empty()
+            || w.mcp_servers > 0)
             .then_some(w)
     }
 
@@ -67,6 +75,7 @@ impl Widening {
     pub fn withhold_from(&self, config: &mut FileConfig) {
         config.hooks.clear();
         config.allow.clear();
+        config.mcp_servers.clear();
         if self.permission_mode.is_some() {
             config.permission_mode = None;
         }
@@ -103,6 +112,12 @@ impl Widening {
             parts.push(format!("permission_mode {m}"));
         }
         parts.extend(self.sandbox.iter().map(|k| k.to_string()));
+        if self.mcp_servers > 0 {
+            parts.push(format!(
+                "{} (programs it starts)",
+                plural(self.mcp_servers, "MCP server")
+            ));
+        }
         parts.join(", ")
     }
 
@@ -238,6 +253,16 @@ command = "true"
         assert_eq!(open.sandbox.hide_env, ["X"], "hiding more is not widening");
         let closed = parse_file_config("[sandbox]\nmode = \"read-only\"\nnetwork = false").unwrap();
         assert_eq!(Widening::of(path, &closed, base), None);
+        // A server is a command: it waits for trust like a hook.
+        let mut servers = parse_file_config(
+            "model = \"openai:gpt-5\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+        )
+        .unwrap();
+        let w = Widening::of(path, &servers, base).unwrap();
+        assert_eq!(w.mcp_servers, 2);
+        assert_eq!(w.describe(), "2 MCP servers (programs it starts)");
+        w.withhold_from(&mut servers);
+        assert!(servers.mcp_servers.is_empty() && servers.model.is_some());
         // Against a read-only user config, `default` loosens too.
         let lax = parse_file_config("permission_mode = \"default\"").unwrap();
         assert_eq!(Widening::of(path, &lax, base), None);

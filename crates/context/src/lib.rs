@@ -98,6 +98,6 @@ pub use summarize::{
 };
 pub use text::{
     abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
-    group_digits, prefix_chars, suffix_chars,
+    group_digits, prefix_chars, quote_line, suffix_chars,
 };
 pub use validate::{ValidationError, validate};

@@ -61,6 +61,17 @@ pub fn escape_controls(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// At most `max_chars` characters on one line with control characters as
+/// spaces and `…` where it was cut: someone else's words (a server's name,
+/// its last line of stderr) quoted into a message of ours.
+pub fn quote_line(text: &str, max_chars: usize) -> String {
+    let mut line = controls_to_spaces(prefix_chars(text, max_chars)).into_owned();
+    if text.chars().nth(max_chars).is_some() {
+        line.push('…');
+    }
+    line
+}
+
 /// `1234567` -> `1,234,567`.
 pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
@@ -106,6 +117,9 @@ mod tests {
         assert_eq!(controls_to_spaces("rm -rf a\nb\x1b[2J"), "rm -rf a b [2J");
         assert_eq!(escape_controls("a\nb\x1b", 80), "a\\nb\\u{1b}");
         assert_eq!(escape_controls("abcdef", 3), "abc");
+        assert_eq!(quote_line("a\nb\x1bc", 10), "a b c");
+        assert_eq!(quote_line("abcdef", 3), "abc…");
+        assert_eq!(quote_line("abc", 3), "abc");
     }
 
     #[test]

@@ -20,12 +20,20 @@
 //!
 //! When the queue is empty the server answers HTTP 400 saying so, so a
 //! test that sends one request too many fails at once instead of hanging.
+//!
+//! For MCP: [`McpFaultServer`] is a scripted MCP server that dies mid-call,
+//! never answers, sends garbage or 50 MB; [`NpmTools`] finds the real MCP
+//! servers and the conformance suite installed from npm.
 
+mod mcp;
+mod npm;
 mod prompt_cache;
 mod render;
 mod script;
 mod server;
 
+pub use mcp::{Behavior as McpBehavior, McpFaultServer, Startup as McpStartup};
+pub use npm::{NpmTools, PACKAGES as NPM_PACKAGES};
 pub use prompt_cache::PromptCache;
 pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,

@@ -275,6 +275,7 @@ impl BashTool {
                 .finish()
                 .into_text(&notes, ctx.output_limits().preview_chars),
             is_error,
+            images: Vec::new(),
         }
     }
 }

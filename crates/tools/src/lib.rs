@@ -23,7 +23,7 @@ mod write_file;
 pub use bash::{BashTool, GroupGuard};
 pub use permission::{AllowRule, AllowRuleError, Decision, PermissionMode, PermissionPolicy};
 pub use read_file::ReadFileTool;
-pub use registry::ToolRegistry;
+pub use registry::{LoadedTools, ToolRegistry};
 pub use search::{GlobTool, GrepTool};
 pub use skills::{LoadSkillTool, Skill, SkillProblem, Skills};
 pub use todo::{TodoItem, TodoStatus, TodoStore, TodoWriteTool};

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use whittle_context::{Block, Image, ToolResult, ToolResultContent};
 
 use crate::todo::TodoStore;
 use whittle_sandbox::Sandbox;
@@ -16,12 +17,15 @@ use whittle_sandbox::Sandbox;
 ///
 /// Failures are data, not panics or `Err`s: the model reads the text and
 /// decides what to do next, so every problem must be explained in `content`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutput {
     /// The text the model sees as the tool_result content.
     pub content: String,
     /// True when the tool failed; sent as the tool_result's `is_error`.
     pub is_error: bool,
+    /// Pictures that go with the text (an MCP server's screenshot, say),
+    /// sent as image blocks after it; hooks and the terminal see the text.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -30,6 +34,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -38,7 +43,24 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// The tool_result block answering the call `tool_use_id`: the text
+    /// alone as a string, or text and images as blocks.
+    pub fn into_tool_result(self, tool_use_id: &str) -> Block {
+        if self.images.is_empty() {
+            return Block::tool_result(tool_use_id, self.content, self.is_error);
+        }
+        let mut blocks = vec![Block::text(self.content)];
+        blocks.extend(self.images.into_iter().map(Block::Image));
+        Block::ToolResult(ToolResult {
+            tool_use_id: tool_use_id.to_owned(),
+            content: Some(ToolResultContent::Blocks(blocks)),
+            is_error: self.is_error.then_some(true),
+            extra: Default::default(),
+        })
     }
 }
 

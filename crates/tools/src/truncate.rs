@@ -39,6 +39,7 @@ pub fn cap_line(line: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use proptest::prelude::*;
 
     #[test]

@@ -488,6 +488,58 @@ fn other_tools_by_mode() {
 }
 
 #[test]
+fn mcp_tools_ask_unless_allowed_and_read_only_mode_runs_only_annotated_ones() {
+    let f = fixture();
+    let input = json!({"path": "notes.txt"});
+    let read = "mcp__fs__read_file";
+    let write = "mcp__fs__write_file";
+    for (mode, want_read, want_write) in [
+        (Normal, "ask", "ask"),
+        (ReadOnly, "ask", "deny"),
+        (AcceptEdits, "ask", "ask"),
+        (Yolo, "allow", "allow"),
+    ] {
+        let p = PermissionPolicy::new(mode).with_read_only_mcp_tools([read]);
+        assert_eq!(kind(&check(&p, read, &input, &f.ws)), want_read, "{mode}");
+        assert_eq!(kind(&check(&p, write, &input, &f.ws)), want_write, "{mode}");
+    }
+    // Trusting a tool by name does not reach MCP tools: they are someone else's code.
+    let p = PermissionPolicy::new(Normal).with_trusted_tools([read]);
+    assert_eq!(kind(&check(&p, read, &input, &f.ws)), "ask");
+
+    let p = PermissionPolicy::new(Normal)
+        .with_read_only_mcp_tools([read])
+        .with_allow_strs([
+            "mcp__fs__*",
+            "mcp__git__log(*--oneline*)",
+            "read_file(/etc/hosts)",
+        ])
+        .unwrap();
+    assert_eq!(check(&p, read, &input, &f.ws), Decision::Allow);
+    assert_eq!(check(&p, write, &input, &f.ws), Decision::Allow);
+    assert_eq!(kind(&check(&p, "mcp__fsx__read", &input, &f.ws)), "ask");
+    let log = "mcp__git__log";
+    assert_eq!(
+        check(&p, log, &json!({"args": "--oneline"}), &f.ws),
+        Decision::Allow
+    );
+    assert_eq!(kind(&check(&p, log, &json!({"args": "-p"}), &f.ws)), "ask");
+
+    // A subagent is read-only, keeps the MCP rules and drops the others.
+    let sub = p.for_subagent();
+    assert_eq!(sub.mode(), ReadOnly);
+    assert_eq!(check(&sub, read, &input, &f.ws), Decision::Allow);
+    assert_eq!(kind(&check(&sub, write, &input, &f.ws)), "deny");
+    assert_eq!(
+        sub.allow_rules()
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>(),
+        ["mcp__fs__*", "mcp__git__log(*--oneline*)"]
+    );
+}
+
+#[test]
 fn allow_rules_turn_asks_into_allows_but_never_override_a_deny() {
     let f = fixture();
     let policy = PermissionPolicy::new(Normal)

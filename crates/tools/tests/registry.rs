@@ -126,3 +126,57 @@ async fn dispatch_reports_unknown_cancelled_and_panicking_tools() {
         ToolOutput::error("read_file: cancelled before it started")
     );
 }
+
+/// A read-only tool with any name, for deferred-tool tests.
+struct Named(&'static str);
+
+impl Tool for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "a named tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async { ToolOutput::ok(self.0) })
+    }
+}
+
+#[tokio::test]
+async fn deferred_tools_are_callable_and_listed_once_loaded_in_load_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(Named("zeta")));
+    registry.register_deferred(Arc::new(Named("mcp__b")));
+    registry.register_deferred(Arc::new(Named("mcp__a")));
+    let names =
+        |r: &ToolRegistry| -> Vec<String> { r.specs().into_iter().map(|s| s.name).collect() };
+    assert_eq!(names(&registry), ["zeta"]);
+    assert!(registry.is_deferred("mcp__a") && !registry.is_deferred("zeta"));
+    // Callable before it is loaded.
+    let out = registry
+        .run("mcp__a", json!({}), &ToolContext::new(dir.path()))
+        .await;
+    assert_eq!(out, ToolOutput::ok("mcp__a"));
+
+    let loaded = registry.loaded_tools();
+    assert!(loaded.load("mcp__b"));
+    assert!(!loaded.load("mcp__b"), "loading twice changes nothing");
+    assert!(loaded.load("mcp__a"));
+    assert!(loaded.load("not_a_tool_here"));
+    assert_eq!(names(&registry), ["zeta", "mcp__b", "mcp__a"]);
+    // The read-only subset and clones share what was loaded.
+    let ro = registry.read_only();
+    assert_eq!(names(&ro), ["zeta", "mcp__b", "mcp__a"]);
+    // Registering a deferred name normally makes it an ordinary tool.
+    registry.register(Arc::new(Named("mcp__a")));
+    assert_eq!(names(&registry), ["mcp__a", "zeta", "mcp__b"]);
+    registry.remove("mcp__b");
+    assert_eq!(names(&registry), ["mcp__a", "zeta"]);
+}

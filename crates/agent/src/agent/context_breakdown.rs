@@ -9,8 +9,12 @@ use whittle_context::Block;
 pub struct ContextBreakdown {
     /// The system prompt.
     pub system: u64,
+    /// Of `system`, the project instructions (AGENTS.md and the like).
+    pub instructions: u64,
     /// The tool definitions.
     pub tools: u64,
+    /// Of `tools`, the MCP servers' tools (and `mcp_tool_search`).
+    pub mcp_tools: u64,
     /// Messages, except tool results.
     pub messages: u64,
     /// Tool results.
@@ -26,6 +30,10 @@ impl Agent {
     pub fn context_breakdown(&self) -> ContextBreakdown {
         let meter = self.compactor.meter();
         let specs = self.tools.specs();
+        let mcp: Vec<_> = specs
+            .iter()
+            .filter(|s| s.name.starts_with("mcp_"))
+            .collect();
         let result_chars: usize = self
             .history
             .messages()
@@ -41,7 +49,11 @@ impl Agent {
         let limits = self.compactor.limits();
         ContextBreakdown {
             system: meter.chars_to_units(self.config.system_prompt.chars().count()),
+            instructions: meter.chars_to_units(crate::instructions::instructions_chars(
+                &self.config.system_prompt,
+            )),
             tools: meter.chars_to_units(whittle_context::json_chars(&specs)),
+            mcp_tools: meter.chars_to_units(whittle_context::json_chars(&mcp)),
             messages: meter.chars_to_units(self.history.chars().saturating_sub(result_chars)),
             tool_results: meter.chars_to_units(result_chars),
             limit: limits.context_limit,

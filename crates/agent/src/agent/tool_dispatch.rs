@@ -84,11 +84,7 @@ impl Agent {
                 output: output.content.clone(),
                 is_error: output.is_error,
             });
-            results.push(Block::tool_result(
-                &call.id,
-                output.content,
-                output.is_error,
-            ));
+            results.push(output.into_tool_result(&call.id));
         }
         Ok((results, compact))
     }

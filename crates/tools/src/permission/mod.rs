@@ -147,6 +147,9 @@ pub struct PermissionPolicy {
     mode: PermissionMode,
     allow: Vec<AllowRule>,
     trusted: BTreeSet<String>,
+    /// MCP tools their server annotated read-only: the only ones
+    /// `read-only` mode lets run.
+    read_only_mcp: BTreeSet<String>,
 }
 
 impl Default for PermissionPolicy {
@@ -165,6 +168,33 @@ impl PermissionPolicy {
             trusted: [tool_names::TODO_WRITE, tool_names::LOAD_SKILL]
                 .map(str::to_owned)
                 .into(),
+            read_only_mcp: BTreeSet::new(),
+        }
+    }
+
+    /// Names the MCP tools whose server annotated them `readOnlyHint: true`.
+    pub fn with_read_only_mcp_tools<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.read_only_mcp.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The policy of a subagent: `read-only`, with this policy's trusted
+    /// tools and its rules for MCP tools (a subagent cannot ask, so an MCP
+    /// tool it may run is one the person allowed).
+    pub fn for_subagent(&self) -> PermissionPolicy {
+        PermissionPolicy {
+            mode: PermissionMode::ReadOnly,
+            allow: self
+                .allow
+                .iter()
+                .filter(|r| r.tool().starts_with(rules::MCP_PREFIX))
+                .cloned()
+                .collect(),
+            trusted: self.trusted.clone(),
+            read_only_mcp: self.read_only_mcp.clone(),
         }
     }
 
@@ -219,13 +249,34 @@ impl PermissionPolicy {
             tool_names::BASH => self.check_bash(input, workspace),
             t if READ_TOOLS.contains(&t) => self.check_read(t, input, workspace),
             t if WRITE_TOOLS.contains(&t) => self.check_write(t, input, workspace),
+            t if t.starts_with(rules::MCP_PREFIX) => self.check_mcp(t, input),
             t if self.trusted.contains(t) => Decision::Allow,
             t => self.check_other(t, input),
         }
     }
 
     fn rules_for<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a AllowRule> + 'a {
-        self.allow.iter().filter(move |r| r.tool() == tool)
+        self.allow.iter().filter(move |r| r.matches_tool(tool))
+    }
+
+    /// An MCP tool runs code of someone else's: it asks unless a rule
+    /// allows it, and in `read-only` mode only a tool its server annotated
+    /// read-only may run at all.
+    fn check_mcp(&self, tool: &str, input: &Value) -> Decision {
+        match self.mode {
+            PermissionMode::Yolo => return Decision::Allow,
+            PermissionMode::ReadOnly if !self.read_only_mcp.contains(tool) => {
+                return Decision::deny(format!(
+                    "read-only mode: {tool} is not annotated read-only by its MCP server"
+                ));
+            }
+            _ => {}
+        }
+        let text = serde_json::to_string(input).unwrap_or_default();
+        if self.rules_for(tool).any(|r| r.matches_text(&text)) {
+            return Decision::Allow;
+        }
+        Decision::ask(format!("run the MCP tool {tool}"))
     }
 
     fn check_other(&self, tool: &str, input: &Value) -> Decision {

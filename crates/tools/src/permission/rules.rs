@@ -9,6 +9,8 @@
 //! | `bash(cargo test)` | exactly `cargo test` |
 //! | `write_file(src/**)` | writes to any file under `src/` in the workspace |
 //! | `read_file(/etc/hosts)` | reading that file outside the workspace |
+//! | `mcp__fs__*` | every tool of the MCP server `fs` |
+//! | `mcp__fs__read_file` | one MCP tool |
 //!
 //! For `bash` the pattern is a wildcard over the command text, where `*`
 //! matches any characters and everything else is literal; it is checked
@@ -21,7 +23,9 @@
 //! glob over the path relative to the workspace, or over the absolute path
 //! outside it (`*` stays within one folder, `**` crosses folders). For any
 //! other tool the pattern is a wildcard over the input as compact JSON.
-//! Rules never override a Deny.
+//! The name of an MCP tool (`mcp__SERVER__TOOL`) may itself hold `*`, to
+//! cover a server's tools at once; other names may not, so no rule can
+//! stand for every tool. Rules never override a Deny.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -37,6 +41,11 @@ pub enum AllowRuleError {
         "allow rule {0:?}: expected TOOL or TOOL(PATTERN), with a tool name of letters, digits, `_` or `-`"
     )]
     BadName(String),
+    /// A `*` in the name of a tool that is not an MCP tool.
+    #[error(
+        "allow rule {0:?}: only MCP tool names (mcp__SERVER__TOOL) may hold `*`, as in `mcp__fs__*`"
+    )]
+    WildName(String),
     /// An opening parenthesis without a closing one at the end.
     #[error("allow rule {0:?}: the pattern must end with `)`")]
     Unclosed(String),
@@ -49,6 +58,9 @@ pub enum AllowRuleError {
         message: String,
     },
 }
+
+/// What every MCP tool's name starts with.
+pub(crate) const MCP_PREFIX: &str = "mcp__";
 
 /// Tools whose rule pattern is a path glob.
 pub(crate) const PATH_TOOLS: &[&str] = &[
@@ -89,9 +101,12 @@ impl FromStr for AllowRule {
         if tool.is_empty()
             || !tool
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
         {
             return Err(AllowRuleError::BadName(rule.to_owned()));
+        }
+        if tool.contains('*') && !tool.starts_with(MCP_PREFIX) {
+            return Err(AllowRuleError::WildName(rule.to_owned()));
         }
         let pattern = match inner {
             None => Pattern::Any,
@@ -123,9 +138,18 @@ impl AllowRule {
         &self.source
     }
 
-    /// The tool the rule is about.
+    /// The tool the rule is about (for an MCP rule, maybe a `*` pattern).
     pub fn tool(&self) -> &str {
         &self.tool
+    }
+
+    /// Whether the rule is about the tool called `name`.
+    pub fn matches_tool(&self, name: &str) -> bool {
+        if self.tool.contains('*') {
+            wildcard(&self.tool, name)
+        } else {
+            self.tool == name
+        }
     }
 
     /// True when the rule covers every use of its tool.
@@ -217,5 +241,22 @@ mod tests {
             "read_file([)".parse::<AllowRule>(),
             Err(AllowRuleError::BadGlob { .. })
         ));
+    }
+
+    #[test]
+    fn mcp_rules_may_name_tools_by_pattern() {
+        let r: AllowRule = "mcp__fs__*".parse().unwrap();
+        assert!(r.matches_tool("mcp__fs__read_file"));
+        assert!(!r.matches_tool("mcp__fsx__read_file"));
+        assert!(!r.matches_tool("mcp__git__log"));
+        let r: AllowRule = "mcp__fs__read_file(*notes*)".parse().unwrap();
+        assert!(r.matches_tool("mcp__fs__read_file") && !r.matches_tool("mcp__fs__read"));
+        assert!(r.matches_text(r#"{"path":"notes.txt"}"#));
+        for wild in ["*", "bash*", "b*sh(ls)", "mcp_*"] {
+            assert!(
+                matches!(wild.parse::<AllowRule>(), Err(AllowRuleError::WildName(_))),
+                "{wild}"
+            );
+        }
     }
 }
