@@ -21,7 +21,6 @@ mod path_words;
 mod read_only;
 pub mod rules;
 mod segment;
-mod shell;
 mod unwrap;
 
 use std::collections::BTreeSet;

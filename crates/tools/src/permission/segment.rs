@@ -1,7 +1,7 @@
 //! One command that will run, after unwrapping, as the rules read it: its
 //! program name, its options and its operands.
 
-use super::shell::Redirect;
+use whittle_shell::Redirect;
 
 /// One command that will run, after unwrapping.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use super::deny::is_fork_bomb;
 use super::segment::{Segment, program_name};
-use super::shell::{self, Parsed, SimpleCommand};
+use whittle_shell::{self as shell, Parsed, SimpleCommand};
 
 /// A command line split into what will run.
 #[derive(Clone, Debug, Default)]

@@ -1,16 +1,20 @@
-//! A small, forgiving shell parser for permission checks: splits a command
+//! A small, forgiving shell parser: splits a command
 //! line into simple commands (on `;`, `&&`, `||`, `|`, `&`, newlines and
 //! parentheses), removes quotes, records redirections, skips here-document
 //! bodies and parses command substitutions (`$(...)`, backticks, `<(...)`)
 //! as commands of their own. It never fails: text it cannot make sense of
 //! (an unterminated quote) is taken as far as it goes and flagged.
+//!
+//! Its own crate because two layers read commands: the permission check
+//! (whittle-tools) and the context's state ledger (whittle-context), which
+//! lists the files a command touched; neither may depend on the other.
 
 /// Deepest nesting of substitutions and `bash -c` scripts that is parsed.
-pub(crate) const MAX_DEPTH: usize = 8;
+pub const MAX_DEPTH: usize = 8;
 
 /// A redirection such as `> out.txt` or `2>&1`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Redirect {
+pub struct Redirect {
     /// The operator without its file descriptor number (`>`, `>>`, `<`, `&>`, ...).
     pub op: String,
     /// The file (or descriptor, for `>&`) it points at, quotes removed.
@@ -43,7 +47,7 @@ fn is_fd_target(t: &str) -> bool {
 
 /// One simple command: its words with quotes removed, and its redirections.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SimpleCommand {
+pub struct SimpleCommand {
     /// The words, quotes removed; `$VAR` and `$(...)` are left as written.
     pub words: Vec<String>,
     /// Its redirections.
@@ -54,7 +58,7 @@ pub(crate) struct SimpleCommand {
 
 /// The result of parsing a command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Parsed {
+pub struct Parsed {
     /// Every simple command, substitutions included.
     pub commands: Vec<SimpleCommand>,
     /// Why the text could not be fully parsed, if it could not.
@@ -75,13 +79,15 @@ enum Token {
 }
 
 /// Parses `src`, with substitutions appended as further commands.
-pub(crate) fn parse(src: &str) -> Parsed {
+pub fn parse(src: &str) -> Parsed {
     let mut out = Parsed::default();
     parse_into(src, 0, &mut out);
     out
 }
 
-pub(crate) fn parse_into(src: &str, depth: usize, out: &mut Parsed) {
+/// Parses `src` at nesting `depth` (a `bash -c` script inside a command)
+/// into `out`, so the caller can keep one list for a whole command line.
+pub fn parse_into(src: &str, depth: usize, out: &mut Parsed) {
     if depth > MAX_DEPTH {
         out.problem
             .get_or_insert_with(|| "commands are nested too deeply".to_owned());
