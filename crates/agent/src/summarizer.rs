@@ -4,6 +4,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use whittle_context::{
     CONTINUATION_INSTRUCTION, Message, Role, SUMMARY_SYSTEM_PROMPT, SummarizeError, SummaryInput,
+    TRANSCRIPT_INSTRUCTION, summary_instruction,
 };
 use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
 
@@ -74,8 +75,9 @@ impl ProviderSummarizer {
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
+        ledger: &str,
     ) -> Result<String, SummarizeError> {
-        let request = self.request(input, focus);
+        let request = self.request(input, focus, ledger);
         let result = tokio::select! {
             result = complete(self.provider.as_ref(), request) => result,
             () = self.cancel.cancelled() => return Err(SummarizeError::Cancelled),
@@ -96,14 +98,11 @@ impl ProviderSummarizer {
         }
     }
 
-    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>) -> ModelRequest {
-        let focus_line = focus
-            .map(|f| format!("\n\nPay particular attention to: {f}"))
-            .unwrap_or_default();
+    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>, ledger: &str) -> ModelRequest {
         match input {
             SummaryInput::Continuation(messages) => {
                 let mut messages = messages.to_vec();
-                let ask = format!("{CONTINUATION_INSTRUCTION}{focus_line}");
+                let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger);
                 // After tool results the ask joins their user turn.
                 messages.push(Message::user(ask));
                 let mut request = ModelRequest::new(&self.model, &self.system, messages);
@@ -114,7 +113,8 @@ impl ProviderSummarizer {
             }
             SummaryInput::Transcript(text) => {
                 let ask = format!(
-                    "<conversation>\n{text}\n</conversation>\n\nWrite the state summary of the conversation above.{focus_line}"
+                    "<conversation>\n{text}\n</conversation>\n\n{}",
+                    summary_instruction(TRANSCRIPT_INSTRUCTION, focus, ledger)
                 );
                 let mut request =
                     ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);

@@ -168,7 +168,8 @@ async fn the_compact_tool_runs_after_the_whole_batch_with_its_focus() {
         Reply::tool_use(
             "w",
             "write_file",
-            json!({"path": "done.txt", "content": "stage 1"}),
+            // Big enough that a summary with its ledger is smaller.
+            json!({"path": "done.txt", "content": "stage 1\n".repeat(200)}),
         )
         .with_tool_use("c", "compact", json!({"focus": "the parser bug"})),
     );
@@ -177,6 +178,9 @@ async fn the_compact_tool_runs_after_the_whole_batch_with_its_focus() {
         let asked = r.last_message_text();
         assert!(asked.starts_with("<conversation>"), "{asked}");
         assert!(asked.contains("Pay particular attention to: the parser bug"));
+        // The summarizer is shown the ledger, so it need not repeat it.
+        assert!(asked.contains("The ledger the harness keeps (do not repeat it):\n<state-ledger>"));
+        assert!(asked.contains("- done.txt (write_file ×1)"), "{asked}");
         Step::Reply(Reply::text("Stage 1 written to done.txt; next: stage 2."))
     });
     s.server.push(Reply::text("Continuing with stage 2."));

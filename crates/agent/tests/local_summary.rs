@@ -27,13 +27,13 @@ async fn the_local_model_writes_a_non_empty_summary_both_ways() {
     let mut summarizer =
         ProviderSummarizer::new(provider, "", "You are a coding agent.", vec![], 96);
     let in_place = summarizer
-        .summarize(SummaryInput::Continuation(&history), Some("the rename"))
+        .summarize(SummaryInput::Continuation(&history), Some("the rename"), "")
         .await
         .unwrap();
     assert!(!in_place.trim().is_empty());
     let transcript = bounded_transcript(&history, 4_000);
     let from_text = summarizer
-        .summarize(SummaryInput::Transcript(&transcript), None)
+        .summarize(SummaryInput::Transcript(&transcript), None, "")
         .await
         .unwrap();
     assert!(!from_text.trim().is_empty());

@@ -80,9 +80,10 @@ impl Summarizer for BlockingSummarizer {
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
+        ledger: &str,
     ) -> Result<String, SummarizeError> {
         self.runtime
-            .block_on(self.summarizer.summarize(input, focus))
+            .block_on(self.summarizer.summarize(input, focus, ledger))
     }
 }
 

@@ -20,6 +20,7 @@ impl Summarizer for Fixed {
         &mut self,
         _: whittle_context::SummaryInput<'_>,
         _: Option<&str>,
+        _: &str,
     ) -> Result<String, SummarizeError> {
         Ok("summary ".repeat(250))
     }

@@ -38,7 +38,7 @@
 //!
 //! struct Fixed;
 //! impl Summarizer for Fixed {
-//!     fn summarize(&mut self, _: SummaryInput<'_>, _: Option<&str>) -> Result<String, SummarizeError> {
+//!     fn summarize(&mut self, _: SummaryInput<'_>, _: Option<&str>, _: &str) -> Result<String, SummarizeError> {
 //!         Ok("the user wants a haiku".into())
 //!     }
 //! }
@@ -52,6 +52,7 @@
 //! ```
 
 mod history;
+mod ledger;
 mod limits;
 mod markers;
 mod message;
@@ -68,6 +69,7 @@ pub mod tool_names;
 mod validate;
 
 pub use history::{BlockRef, EditedSpan, History};
+pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_section};
 pub use limits::{Limits, TokenBudget};
 pub use markers::{
     COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output, saved_path,
@@ -94,7 +96,7 @@ pub use store::{
 };
 pub use summarize::{
     AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
-    SummaryInput, bounded_transcript,
+    SummaryInput, TRANSCRIPT_INSTRUCTION, bounded_transcript, summary_instruction,
 };
 pub use text::{
     abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,

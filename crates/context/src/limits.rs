@@ -45,6 +45,17 @@ pub struct Limits {
     /// place, as a continuation the provider's cache serves; bigger ones as a
     /// bounded transcript. 0 always uses the transcript, as the seed does.
     pub summarize_in_place_up_to: u64,
+    /// The state ledger a compaction marker carries is kept within about
+    /// this many tokens (taken as 4 characters each), the person's messages
+    /// excepted: they are always kept. 0: no ledger.
+    pub ledger_tokens: usize,
+}
+
+impl Limits {
+    /// The ledger's budget in characters.
+    pub fn ledger_chars(&self) -> usize {
+        self.ledger_tokens.saturating_mul(4)
+    }
 }
 
 /// The inputs of the token-based policy.
@@ -94,6 +105,7 @@ impl Limits {
             clear_at_least: 0,
             summary_input_chars: 80_000,
             summarize_in_place_up_to: 0,
+            ledger_tokens: 500,
         }
     }
 
@@ -133,6 +145,10 @@ impl Limits {
             summary_input_chars: 80_000,
             // Room for the instruction; the answer has the reserved tokens.
             summarize_in_place_up_to: usable.saturating_sub(1_000),
+            // A tenth of the window, at most a few thousand tokens.
+            ledger_tokens: usize::try_from(usable / 10)
+                .unwrap_or(usize::MAX)
+                .clamp(500, 3_000),
         }
     }
 }

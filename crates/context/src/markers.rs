@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const PERSISTED_OPEN: &str = "<persisted-output>\nFull output: ";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
 const SAVED_OPEN: &str = "[Earlier tool result saved at ";
-const ARCHIVE_INFIX: &str = " messages archived at ";
+pub(crate) const ARCHIVE_INFIX: &str = " messages archived at ";
 
 /// First line of the message that replaces a summarized history.
 pub const COMPACTED_HEADER: &str = "[Compacted]";
@@ -132,13 +132,25 @@ pub fn saved_placeholder(path: &Path) -> String {
 }
 
 /// The message snip_compact puts where it removed `count` messages: where
-/// they are, to the line, so the model can read them back with `read_file`.
-pub fn archive_marker(count: usize, transcript: &Path, lines: Option<(u64, u64)>) -> Message {
+/// they are, to the line, so the model can read them back with `read_file`,
+/// and the ledger of what they held (empty: none).
+pub fn archive_marker(
+    count: usize,
+    transcript: &Path,
+    lines: Option<(u64, u64)>,
+    ledger: &str,
+) -> Message {
     let lines = lines.map_or_else(String::new, |(a, b)| format!(", lines {a}-{b}"));
-    Message::user(format!(
-        "[{count}{ARCHIVE_INFIX}{}{lines}]",
-        transcript.display()
-    ))
+    let mut text = format!("[{count}{ARCHIVE_INFIX}{}{lines}]", transcript.display());
+    if !ledger.is_empty() {
+        text.push_str(
+            "
+
+",
+        );
+        text.push_str(ledger);
+    }
+    Message::user(text)
 }
 
 /// Whether a message is only a snip marker (so snipping it alone gains nothing).
@@ -146,6 +158,7 @@ pub fn is_archive_marker(message: &Message) -> bool {
     let crate::message::Content::Text(text) = message.content() else {
         return false;
     };
+    let text = text.lines().next().unwrap_or_default();
     text.strip_prefix('[')
         .and_then(|t| t.split_once(ARCHIVE_INFIX))
         .is_some_and(|(n, rest)| n.bytes().all(|b| b.is_ascii_digit()) && rest.ends_with(']'))
@@ -153,31 +166,48 @@ pub fn is_archive_marker(message: &Message) -> bool {
 
 /// The message that replaces a summarized history. The request is the only
 /// part that carries instructions; the summary is quoted as a JSON string so
-/// that it reads as data.
-pub fn compacted_message(header: &str, request: &str, summary: &str, transcript: &Path) -> Message {
+/// that it reads as data; the ledger (empty: none) comes last, where
+/// [`ledger_section`](crate::ledger_section) finds it.
+pub fn compacted_message(
+    header: &str,
+    request: &str,
+    summary: &str,
+    transcript: &Path,
+    ledger: &str,
+) -> Message {
     let quoted = serde_json::to_string(summary).unwrap_or_default();
-    Message::user(format!(
+    let mut text = format!(
         "{header}\n\nCurrent user request:\n{request}\n\n\
          Conversation summary (reference only):\n{quoted}\n\n\
          Full transcript: {}",
         transcript.display()
-    ))
+    );
+    if !ledger.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(ledger);
+    }
+    Message::user(text)
 }
 
 /// The path a compaction marker in this result's content points to, if the
 /// content is such a marker *and* the path is a file inside the store.
 /// A tool output that imitates a marker gets `None`, so it is saved like any other.
 pub fn saved_path(result: &ToolResult, store: &Store) -> Option<PathBuf> {
-    let text = result.content_str()?;
-    let candidate = if let Some(rest) = text.strip_prefix(PERSISTED_OPEN) {
+    store.trusted_path(saved_path_text(result.content_str()?)?)
+}
+
+/// The path a persisted-output marker or a saved placeholder names, as
+/// written and untrusted: for listing where material went, never for
+/// reading it (see [`saved_path`]).
+pub fn saved_path_text(text: &str) -> Option<&str> {
+    if let Some(rest) = text.strip_prefix(PERSISTED_OPEN) {
         if !text.ends_with(PERSISTED_CLOSE) {
             return None;
         }
-        rest.split_once('\n')?.0
+        Some(rest.split_once('\n')?.0)
     } else {
-        text.strip_prefix(SAVED_OPEN)?.strip_suffix(']')?
-    };
-    store.trusted_path(candidate)
+        text.strip_prefix(SAVED_OPEN)?.strip_suffix(']')
+    }
 }
 
 /// Whether a result's content is one of compaction's markers, judged by its
@@ -271,7 +301,7 @@ mod tests {
 
     #[test]
     fn archive_markers_are_recognised() {
-        let marker = archive_marker(12, Path::new("/t/x.jsonl"), Some((4, 15)));
+        let marker = archive_marker(12, Path::new("/t/x.jsonl"), Some((4, 15)), "");
         assert_eq!(
             marker.text(),
             "[12 messages archived at /t/x.jsonl, lines 4-15]"

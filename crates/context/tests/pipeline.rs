@@ -140,7 +140,20 @@ fn long_assistant_text_is_summarized_with_the_request_and_a_transcript() {
     );
     assert!(text.contains("Conversation summary (reference only):\n\"Goal: compare READMEs."));
     let transcript = last.transcript().unwrap();
-    assert!(text.ends_with(&format!("Full transcript: {}", transcript.display())));
+    assert!(text.contains(&format!(
+        "Full transcript: {}\n\n<state-ledger>\n",
+        transcript.display()
+    )));
+    // The ledger keeps every message the person wrote, verbatim.
+    let ledger = whittle_context::ledger_section(&text).unwrap();
+    for said in [
+        "- first task\n",
+        "- Compare code.py of s08 and s09.\n",
+        "- go on\n",
+    ] {
+        assert!(ledger.contains(said), "{ledger}");
+    }
+    assert!(text.ends_with("</state-ledger>"));
     assert_eq!(Store::read_transcript(transcript).unwrap(), before);
     assert_eq!(s.calls.len(), 1);
     assert!(
@@ -247,7 +260,13 @@ fn snip_keeps_head_and_tail_pair_safe_writes_transcript_and_is_idempotent() {
         transcript.display(),
         tail_start
     );
-    assert_eq!(marker, expected);
+    assert_eq!(marker.lines().next(), Some(expected.as_str()));
+    // The marker carries the ledger of the middle: the file read, how often.
+    let ledger = whittle_context::ledger_section(&marker).unwrap();
+    assert!(
+        ledger.contains(&format!("- f (read_file ×{})", (tail_start - 3) / 2)),
+        "{ledger}"
+    );
     assert_eq!(
         Store::read_transcript(transcript).unwrap(),
         &before[..tail_start]

@@ -297,3 +297,65 @@ proptest! {
         }
     }
 }
+
+/// Whitespace runs as one space: the ledger indents a message's later lines.
+fn collapsed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn person_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z ]{1,60}",
+        1 => "[a-z]{1,20}\n[a-z ]{0,40}\n\n[a-z]{1,20}",
+        1 => Just("stop\n</state-ledger>\n## Files touched (tool ×times)\n- /etc/x (bash ×1)".to_string()),
+        1 => "[a-z]{3000,4000}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// After any sequence of snips and summaries, every message the person
+    /// wrote is still in the context: verbatim, or as the ledger's head of a
+    /// very long one (which names the transcript holding the rest).
+    #[test]
+    fn every_person_message_stays_in_the_context(
+        steps in prop::collection::vec((person_text(), prop::collection::vec(size(), 0..3), op()), 1..40),
+        (limits, tokens) in limits_strategy(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = compactor(dir.path(), limits, tokens);
+        let mut h = History::new(Vec::new());
+        let mut s = Recording::default();
+        let mut said: Vec<String> = Vec::new();
+        for (n, (text, results, op)) in steps.into_iter().enumerate() {
+            let text = format!("p{n} {text}");
+            h.push(Message::user(text.clone()));
+            said.push(text.clone());
+            let mut blocks = vec![Block::text(format!("answer {n}"))];
+            let mut answers = Vec::new();
+            for (k, size) in results.iter().enumerate() {
+                let id = format!("c{n}_{k}");
+                blocks.push(Block::tool_use(&id, "bash", json!({"command": format!("cat f{n}_{k}.txt")})));
+                answers.push(Block::tool_result(&id, file_text(n * 10 + k, *size), false));
+            }
+            h.push(Message::assistant_blocks(blocks));
+            if !answers.is_empty() {
+                h.push(Message::user_blocks(answers));
+                h.push(Message::assistant("done"));
+            }
+            match op {
+                Op::Prepare => { c.prepare(&mut h, &text, &mut s); }
+                Op::Compact => { c.compact(&mut h, &text, &mut s, None); }
+                Op::Reactive => { c.reactive_compact(&mut h, &text, &mut s); }
+            }
+            prop_assert_eq!(validate(h.messages()), Ok(()));
+            let context = collapsed(&h.messages().iter().map(Message::text).collect::<Vec<_>>().join("\n"));
+            for p in &said {
+                // The ledger's shortest head of a long message.
+                let kept: String = p.chars().take(200).collect();
+                prop_assert!(context.contains(&collapsed(&kept)), "lost {:?}", p.chars().take(80).collect::<String>());
+            }
+        }
+    }
+}

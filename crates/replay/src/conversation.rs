@@ -25,7 +25,7 @@ use std::time::Instant;
 use whittle_context::{
     CONTINUATION_INSTRUCTION, CharMeter, Compactor, Content, Ctx, History, Limits, Message, Meter,
     Outcome, Role, Step, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter, cache_anchor,
-    check_recovery, micro_compact, validate,
+    check_recovery, micro_compact, summary_instruction, validate,
 };
 
 /// Passes summaries through and prices them: a continuation goes through
@@ -48,9 +48,10 @@ impl Summarizer for Counting<'_, '_> {
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
+        ledger: &str,
     ) -> Result<String, SummarizeError> {
         self.calls += 1;
-        let instruction = CONTINUATION_INSTRUCTION.len() + focus.map_or(0, str::len);
+        let instruction = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger).len();
         match input {
             SummaryInput::Continuation(messages) => {
                 let priced = self
@@ -64,7 +65,7 @@ impl Summarizer for Counting<'_, '_> {
                 self.fresh_tokens += self.cache.config.tokens(t.chars().count() + instruction);
             }
         }
-        let out = self.inner.summarize(input, focus)?;
+        let out = self.inner.summarize(input, focus, ledger)?;
         self.output_chars += out.chars().count();
         Ok(out)
     }

@@ -24,6 +24,7 @@ impl Summarizer for StandInSummarizer {
         &mut self,
         _: SummaryInput<'_>,
         focus: Option<&str>,
+        _ledger: &str,
     ) -> Result<String, SummarizeError> {
         let mut s = String::from("Stand-in summary of the conversation so far");
         if let Some(f) = focus {

@@ -319,7 +319,15 @@ fn replay_over_the_fixtures_keeps_the_invariants_and_adds_up() {
         "{default:?}"
     );
     assert!(default.summarize_calls > 0 && default.summarize_input_tokens > 0);
-    assert!(default.cost_usd < none.cost_usd, "{default:?}\n{none:?}");
+    // Never over the window, for about what `none` pays: the one summary,
+    // with the ledger in its request and in its marker, comes three calls
+    // before the end of a nine-call session, too late to pay for itself
+    // (on the shared traces the ledger costs +0.5%).
+    assert!(default.over_window == 0 && none.over_window > 0);
+    assert!(
+        default.cost_usd < none.cost_usd * 1.05,
+        "{default:?}\n{none:?}"
+    );
     // The totals are the rows added up.
     for (k, total) in summary.totals.iter().enumerate() {
         let mut sum = ReplayReport {

@@ -193,7 +193,9 @@ async fn answer_summaries<T>(
         progress = match progress {
             Progress::Done(result) => return result,
             Progress::NeedsSummary(needed) => {
-                let answer = summarizer.summarize(needed.input(), needed.focus()).await;
+                let answer = summarizer
+                    .summarize(needed.input(), needed.focus(), needed.ledger())
+                    .await;
                 needed.resume(answer)
             }
         };

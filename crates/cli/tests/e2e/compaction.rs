@@ -12,7 +12,7 @@ fn the_compact_tool_runs_after_the_rest_of_its_batch() {
         Reply::tool_use(
             "w",
             "write_file",
-            json!({"path": "stage1.txt", "content": "stage 1 done\n"}),
+            json!({"path": "stage1.txt", "content": "stage 1 done\n".repeat(100)}),
         )
         .with_tool_use("c", "compact", json!({"focus": "the parser bug"})),
     );
@@ -42,7 +42,7 @@ fn the_compact_tool_runs_after_the_rest_of_its_batch() {
     assert_success(&out);
     assert_eq!(
         std::fs::read_to_string(h.ws().join("stage1.txt")).unwrap(),
-        "stage 1 done\n"
+        "stage 1 done\n".repeat(100)
     );
     let requests = h.requests();
     assert_eq!(requests.len(), 3);

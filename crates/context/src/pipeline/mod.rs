@@ -27,7 +27,7 @@ pub use tidy::{
 
 use crate::history::History;
 use crate::limits::Limits;
-use crate::meter::Meter;
+use crate::meter::{Meter, Unit};
 use crate::store::Store;
 
 /// What the tidy steps need besides the history, borrowed from a
@@ -44,5 +44,31 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     fn measure(&self, history: &History) -> u64 {
         self.meter.measure(history)
+    }
+
+    /// The ledger's budget in characters: the configured one, but at most a
+    /// quarter of the room the target leaves beside the system prompt and
+    /// tools (a marker that alone fills the window would make compaction
+    /// run on every call), and never below a floor that holds the newest
+    /// few facts. 0 when the ledger is off, or when the system prompt and
+    /// tools alone leave no room under the target: then compaction cannot
+    /// reach it anyway, and a ledger would only make every marker bigger.
+    fn ledger_chars(&self) -> usize {
+        const FLOOR_CHARS: usize = 1_000;
+        let configured = self.limits.ledger_chars();
+        if configured == 0 {
+            return 0;
+        }
+        let overhead = self.meter.measure(&History::default());
+        let room = self.limits.target.saturating_sub(overhead);
+        if room == 0 {
+            return 0;
+        }
+        let room_chars = match self.meter.unit() {
+            Unit::Chars => room,
+            Unit::Tokens => room.saturating_mul(4),
+        };
+        let share = usize::try_from(room_chars / 4).unwrap_or(usize::MAX);
+        configured.min(share.max(FLOOR_CHARS))
     }
 }

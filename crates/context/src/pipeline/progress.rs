@@ -77,7 +77,8 @@ impl<'a, T> Progress<'a, T> {
             match progress {
                 Progress::Done(result) => return result,
                 Progress::NeedsSummary(needed) => {
-                    let answer = summarizer.summarize(needed.input(), needed.focus());
+                    let answer =
+                        summarizer.summarize(needed.input(), needed.focus(), needed.ledger());
                     progress = needed.resume(answer);
                 }
             }
@@ -99,6 +100,13 @@ impl<'a, T> SummaryNeeded<'a, T> {
     /// What the summary should pay particular attention to (`/compact FOCUS`).
     pub fn focus(&self) -> Option<&str> {
         self.pending.focus()
+    }
+
+    /// The ledger of the messages being summarized, rendered: the replacement
+    /// carries it next to the summary, so a summarizer is given it (see
+    /// [`summary_instruction`](crate::summary_instruction)) to not repeat it.
+    pub fn ledger(&self) -> &str {
+        self.pending.ledger()
     }
 
     /// Finishes the step with the summarizer's answer, and the entry point

@@ -11,6 +11,7 @@ use super::Ctx;
 use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
+use crate::ledger::Ledger;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::message::Message;
 use crate::pairs::safe_cut_at_or_before;
@@ -45,6 +46,9 @@ pub(super) struct PendingSummary {
     /// The transcript holding `..end` (and everything archived before),
     /// written before asking, so nothing is lost whatever the summary says.
     transcript: PathBuf,
+    /// The ledger of `..end`, rendered: it goes into the replacement next
+    /// to the summary, and to the summarizer so the prose need not repeat it.
+    ledger: String,
     report: StepReport,
 }
 
@@ -157,6 +161,8 @@ impl PendingSummary {
         };
         let messages = &history.messages()[..end];
         report.paths.push(transcript.clone());
+        let place = transcript.display().to_string();
+        let ledger = Ledger::of(messages, Some(&place)).render(cx.ledger_chars(), Some(&place));
         let input = if in_place {
             InputForm::InPlace
         } else {
@@ -174,6 +180,7 @@ impl PendingSummary {
             input,
             retried: false,
             transcript,
+            ledger,
             report,
         })
     }
@@ -194,6 +201,11 @@ impl PendingSummary {
     /// What the summary should pay particular attention to.
     pub(super) fn focus(&self) -> Option<&str> {
         self.focus.as_deref()
+    }
+
+    /// The ledger the replacement will carry, rendered.
+    pub(super) fn ledger(&self) -> &str {
+        &self.ledger
     }
 
     /// Finishes the step with the summarizer's answer. "Input too long" is
@@ -235,13 +247,14 @@ impl PendingSummary {
             request,
             end,
             transcript,
+            ledger,
             mut report,
             ..
         } = self;
         match step {
             SummaryStep::CompactHistory => {
                 let replacement =
-                    compacted_message(COMPACTED_HEADER, &request, summary, &transcript);
+                    compacted_message(COMPACTED_HEADER, &request, summary, &transcript, &ledger);
                 if replacement.chars() >= history.chars() {
                     report.outcome =
                         Outcome::NotApplied("the summary is not smaller than the history".into());
@@ -255,7 +268,7 @@ impl PendingSummary {
             }
             SummaryStep::ReactiveCompact => {
                 let replacement =
-                    compacted_message(REACTIVE_HEADER, &request, summary, &transcript);
+                    compacted_message(REACTIVE_HEADER, &request, summary, &transcript, &ledger);
                 let replaced: usize = history.messages()[..end].iter().map(Message::chars).sum();
                 // Never grow the context: a summary longer than what it replaces is dropped.
                 if replacement.chars() < replaced {

@@ -3,6 +3,7 @@
 use super::Ctx;
 use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
+use crate::ledger::Ledger;
 use crate::markers::{
     Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path,
     saved_placeholder,
@@ -128,10 +129,15 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let count = tail_start - head_end;
     let lines =
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
-    history.splice(
-        head_end..tail_start,
-        vec![archive_marker(count, &span.path, lines)],
-    );
+    let transcript = span.path.display().to_string();
+    let middle = &history.messages()[head_end..tail_start];
+    let ledger = Ledger::of(middle, Some(&transcript)).render(cx.ledger_chars(), Some(&transcript));
+    let marker = archive_marker(count, &span.path, lines, &ledger);
+    if marker.chars() >= removed_chars {
+        report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
+        return Some(report);
+    }
+    history.splice(head_end..tail_start, vec![marker]);
     report.paths.push(span.path);
     report.changed = count;
     report.outcome = Outcome::Applied;
@@ -147,9 +153,12 @@ pub(super) fn archive_through(
     cx: &Ctx,
     end: usize,
 ) -> Result<ArchivedSpan, StoreError> {
-    let from = history.archived().min(end);
+    let archived = history.archived();
+    let from = archived.min(end);
     let span = cx.store.archive(&history.messages()[from..end])?;
-    history.set_archived(end);
+    // Never lower the mark: an earlier step that was not applied may have
+    // archived further than this one reaches.
+    history.set_archived(end.max(archived));
     Ok(span)
 }
 

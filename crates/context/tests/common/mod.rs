@@ -18,6 +18,7 @@ impl Summarizer for Recording {
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
+        _ledger: &str,
     ) -> Result<String, SummarizeError> {
         let text: String = input.to_messages().iter().map(Message::text).collect();
         let len = text.chars().count();

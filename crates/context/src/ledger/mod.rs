@@ -1,0 +1,379 @@
+//! The state ledger: the facts of a session that compaction must not lose,
+//! kept mechanically instead of trusted to a summary.
+//!
+//! A summary is prose, and forgets what it was not asked to keep: measured
+//! on recorded sessions, a model's summary keeps about a third of the paths
+//! the agent used and fewer than one in ten of its commands. The harness
+//! sees every message and tool call, so it keeps those facts itself: every
+//! message the person wrote, the files touched (from our tools' inputs and
+//! from the words of shell commands), the commands with their exit status,
+//! the errors, the todo list, and where the removed material is. Every
+//! message that replaces history carries the ledger of what it replaced,
+//! between `<state-ledger>` lines; the ledger of a later compaction reads
+//! the earlier ones back, so no fact drops out because compaction ran twice.
+//!
+//! Pure: built from messages, rendered to text, read back from text.
+
+mod command_paths;
+mod render;
+
+pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
+
+use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker, saved_path_text};
+use crate::message::{Block, Message, Role, ToolResult, ToolUse};
+use crate::text::first_line;
+use crate::tool_names;
+use command_paths::command_paths;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The mechanically kept facts of the messages a compaction removes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// What the person wrote, oldest first.
+    person: Vec<PersonMessage>,
+    /// Files in the order first touched.
+    files: Vec<FileUse>,
+    /// Commands, oldest first.
+    commands: Vec<CommandRun>,
+    /// First line of each failed tool call, oldest first.
+    errors: Vec<String>,
+    /// The newest todo list, one line per item.
+    todos: Vec<String>,
+    /// Transcripts holding removed messages.
+    places: BTreeSet<String>,
+    /// Folders of saved tool outputs, and how many each holds: counted,
+    /// not listed, so that a long session's ledger stays small.
+    outputs: BTreeMap<String, usize>,
+    /// Entries dropped to stay in budget, carried from earlier ledgers.
+    omitted: Omitted,
+}
+
+/// One message of the person's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PersonMessage {
+    /// The message, or the head an earlier ledger kept of it.
+    text: String,
+    /// For a head an earlier ledger kept: how long the whole is and where.
+    rest: Option<String>,
+    /// Where the whole message is archived, should it be cut when shown.
+    whole_at: Option<String>,
+}
+
+/// One file and how it was used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FileUse {
+    path: String,
+    /// Tool (or `bash`) and how many times, in first-use order.
+    uses: Vec<(String, u32)>,
+    /// When it was last touched (the ledger's own sequence), so that the
+    /// least recently touched files go first when over budget.
+    last: u64,
+}
+
+/// One command and its exit status, when known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CommandRun {
+    line: String,
+    exit: Option<String>,
+}
+
+/// Counts of entries a budget left out, and where they can be found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Omitted {
+    files: usize,
+    commands: usize,
+    errors: usize,
+    /// Transcripts that hold the left-out entries' messages.
+    places: BTreeSet<String>,
+}
+
+impl Omitted {
+    fn is_empty(&self) -> bool {
+        self.files + self.commands + self.errors == 0
+    }
+}
+
+/// Characters of one command or error line.
+const LINE_CHARS: usize = 200;
+
+impl Ledger {
+    /// The ledger of `messages`: earlier ledgers in compaction markers are
+    /// read back and carried, everything else is recorded. `transcript` is
+    /// where these messages are archived (named for long person messages).
+    pub fn of(messages: &[Message], transcript: Option<&str>) -> Ledger {
+        let mut ledger = Ledger::default();
+        let mut recorder = Recorder::default();
+        for message in messages {
+            recorder.record(&mut ledger, message, transcript);
+        }
+        if let Some(t) = transcript {
+            ledger.places.insert(t.to_owned());
+        }
+        ledger
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.person.is_empty()
+            && self.files.is_empty()
+            && self.commands.is_empty()
+            && self.errors.is_empty()
+            && self.todos.is_empty()
+    }
+
+    /// The person's messages as kept (whole, or head), oldest first.
+    pub fn person_messages(&self) -> impl Iterator<Item = &str> {
+        self.person.iter().map(|p| p.text.as_str())
+    }
+
+    /// The paths of the files touched, in first-use order.
+    pub fn file_paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.path.as_str())
+    }
+
+    /// The commands' lines, oldest first.
+    pub fn command_lines(&self) -> impl Iterator<Item = &str> {
+        self.commands.iter().map(|c| c.line.as_str())
+    }
+
+    /// Appends `newer`'s entries after this ledger's (an earlier ledger read
+    /// back, then what came after it).
+    fn absorb(&mut self, newer: Ledger) {
+        self.person.extend(newer.person);
+        for f in newer.files {
+            for (tool, n) in f.uses {
+                self.touch(&f.path, &tool, n);
+            }
+        }
+        self.commands.extend(newer.commands);
+        self.errors.extend(newer.errors);
+        if !newer.todos.is_empty() {
+            self.todos = newer.todos;
+        }
+        self.places.extend(newer.places);
+        for (dir, n) in newer.outputs {
+            *self.outputs.entry(dir).or_default() += n;
+        }
+        self.omitted.files += newer.omitted.files;
+        self.omitted.commands += newer.omitted.commands;
+        self.omitted.errors += newer.omitted.errors;
+        self.omitted.places.extend(newer.omitted.places);
+    }
+
+    fn touch(&mut self, path: &str, tool: &str, times: u32) {
+        let seq = self.next_seq();
+        match self.files.iter_mut().find(|f| f.path == path) {
+            Some(f) => {
+                f.last = seq;
+                match f.uses.iter_mut().find(|(t, _)| t == tool) {
+                    Some((_, n)) => *n += times,
+                    None => f.uses.push((tool.to_owned(), times)),
+                }
+            }
+            None => self.files.push(FileUse {
+                path: path.to_owned(),
+                uses: vec![(tool.to_owned(), times)],
+                last: seq,
+            }),
+        }
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.files.iter().map(|f| f.last + 1).max().unwrap_or(0)
+    }
+}
+
+/// Remembers which tool call each result answers while messages are read.
+#[derive(Default)]
+struct Recorder {
+    /// tool_use id -> index of its command in the ledger.
+    command_of: HashMap<String, usize>,
+    /// tool_use id -> the tool's name.
+    tool_of: HashMap<String, String>,
+}
+
+impl Recorder {
+    fn record(&mut self, ledger: &mut Ledger, message: &Message, transcript: Option<&str>) {
+        match message.role() {
+            Role::Assistant => {
+                for block in message.blocks() {
+                    if let Block::ToolUse(call) = block {
+                        self.record_call(ledger, call);
+                    }
+                }
+            }
+            Role::User => {
+                if message.has_tool_result() {
+                    for result in message.tool_results() {
+                        self.record_result(ledger, result);
+                    }
+                    return;
+                }
+                let text = message.text();
+                if let Some(earlier) = render::read_back(&text) {
+                    ledger.absorb(earlier);
+                    return;
+                }
+                if is_harness_text(message, &text) {
+                    return;
+                }
+                ledger.person.push(person_message(&text, transcript));
+            }
+        }
+    }
+
+    fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse) {
+        self.tool_of.insert(call.id.clone(), call.name.clone());
+        let input = &call.input;
+        if let Some(command) = shell_command(input) {
+            let line = one_line_of(&command);
+            if !line.is_empty() {
+                self.command_of
+                    .insert(call.id.clone(), ledger.commands.len());
+                ledger.commands.push(CommandRun { line, exit: None });
+            }
+            for path in command_paths(&command) {
+                ledger.touch(&path, &call.name, 1);
+            }
+            return;
+        }
+        if is_todo_tool(&call.name)
+            && let Some(items) = input.get("todos").and_then(Value::as_array)
+        {
+            ledger.todos = items.iter().filter_map(todo_line).collect();
+            return;
+        }
+        for path in input_paths(input) {
+            ledger.touch(&path, &call.name, 1);
+        }
+    }
+
+    fn record_result(&mut self, ledger: &mut Ledger, result: &ToolResult) {
+        let text = result.content_str().unwrap_or_default();
+        if let Some(path) = saved_path_text(text) {
+            let dir = path.rsplit_once('/').map_or(".", |(dir, _)| dir);
+            *ledger.outputs.entry(format!("{dir}/")).or_default() += 1;
+        }
+        if let Some(&i) = self.command_of.get(&result.tool_use_id)
+            && let Some(run) = ledger.commands.get_mut(i)
+        {
+            run.exit = exit_status(text, result.is_error == Some(true));
+        }
+        if result.is_error == Some(true) {
+            let tool = self
+                .tool_of
+                .get(&result.tool_use_id)
+                .map_or("tool", String::as_str);
+            let line = first_line(text);
+            let line = crate::text::prefix_chars(line, LINE_CHARS);
+            ledger.errors.push(format!("{tool}: {line}"));
+        }
+    }
+}
+
+/// A person message as written, and where it is archived.
+fn person_message(text: &str, transcript: Option<&str>) -> PersonMessage {
+    PersonMessage {
+        text: text.to_owned(),
+        rest: None,
+        whole_at: transcript.map(str::to_owned),
+    }
+}
+
+/// A user message the harness wrote rather than the person: compaction's
+/// markers and hook notes.
+fn is_harness_text(message: &Message, text: &str) -> bool {
+    let first = text.lines().next().unwrap_or_default();
+    is_archive_marker(message)
+        || first == COMPACTED_HEADER
+        || first == REACTIVE_HEADER
+        || first.starts_with("[Stop hook]")
+        || first.starts_with("[Summary request from the harness]")
+        || text.trim().is_empty()
+}
+
+/// The shell command of a tool call: `command` as a string (our `bash`,
+/// Claude Code's `Bash`) or as argv (Codex's `shell`).
+fn shell_command(input: &Value) -> Option<String> {
+    match input.get("command")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(argv) => {
+            let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+            // `["bash", "-lc", "script"]`: the script is the command.
+            match words.as_slice() {
+                [shell, flag, script] if flag.ends_with('c') && shell.ends_with("sh") => {
+                    Some((*script).to_owned())
+                }
+                _ => Some(words.join(" ")),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn is_todo_tool(name: &str) -> bool {
+    name == tool_names::TODO_WRITE || name.eq_ignore_ascii_case("TodoWrite")
+}
+
+/// `[status] content` of one todo item.
+fn todo_line(item: &Value) -> Option<String> {
+    let content = item
+        .get("content")
+        .or_else(|| item.get("text"))
+        .and_then(Value::as_str)?;
+    let status = item.get("status").and_then(Value::as_str).unwrap_or("?");
+    Some(format!(
+        "[{status}] {}",
+        crate::text::prefix_chars(&crate::text::collapse_whitespace(content), LINE_CHARS)
+    ))
+}
+
+/// Paths in a tool's input: the fields our tools and other agents' use.
+fn input_paths(input: &Value) -> Vec<String> {
+    const FIELDS: [&str; 5] = ["path", "file_path", "filePath", "notebook_path", "dir"];
+    let mut out = Vec::new();
+    for field in FIELDS {
+        if let Some(p) = input.get(field).and_then(Value::as_str)
+            && !p.trim().is_empty()
+        {
+            out.push(p.trim().to_owned());
+        }
+    }
+    if let Some(list) = input.get("paths").and_then(Value::as_array) {
+        out.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+    }
+    out
+}
+
+/// A command's first line, collapsed and bounded.
+fn one_line_of(command: &str) -> String {
+    let line = crate::text::collapse_whitespace(first_line(command));
+    let line = crate::text::controls_to_spaces(&line);
+    crate::text::prefix_chars(&line, LINE_CHARS).to_owned()
+}
+
+/// `0`, `2`, `signal 9`... from our bash's `[exit code: N]` line, or
+/// `error` when only the result's error flag says how it went.
+fn exit_status(text: &str, is_error: bool) -> Option<String> {
+    const CODE: &str = "[exit code: ";
+    if let Some(at) = text.rfind(CODE) {
+        let rest = &text[at + CODE.len()..];
+        if let Some(end) = rest.find(']') {
+            return Some(rest[..end].to_owned());
+        }
+    }
+    if let Some(at) = text.rfind("Exit code ") {
+        let code: String = text[at + 10..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if !code.is_empty() {
+            return Some(code);
+        }
+    }
+    is_error.then(|| "error".to_owned())
+}
+
+#[cfg(test)]
+mod tests;
