@@ -37,7 +37,9 @@ change anything, make focused changes, and check your work (run the tests when t
 Answer briefly and concretely when you are done.\n\n\
 Long tool outputs may be moved out of the conversation to save space: `<persisted-output>` \
 shows a preview and the file holding the whole output, and `[Earlier tool result saved at PATH]` \
-replaces an old result. Read those files with read_file when you need them again. Call the \
+replaces an old result. Read those files with read_file when you need them again. After a \
+compaction, a `<state-ledger>` lists what the person said, the files touched and the commands \
+run; the `recall` tool searches everything that left the context. Call the \
 `compact` tool after finishing a stage of work whose details you no longer need.\n\n{AUTHORITY_RULE}\n",
         workspace.display()
     );

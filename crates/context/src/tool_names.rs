@@ -26,3 +26,5 @@ pub const TASK: &str = "task";
 pub const LOAD_SKILL: &str = "load_skill";
 /// Asks the harness to summarize the conversation.
 pub const COMPACT: &str = "compact";
+/// Searches what left the context in this session.
+pub const RECALL: &str = "recall";

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 use crate::{
-    BashTool, EditFileTool, GlobTool, GrepTool, LoadSkillTool, ReadFileTool, TodoWriteTool,
-    WriteFileTool,
+    BashTool, EditFileTool, GlobTool, GrepTool, LoadSkillTool, ReadFileTool, RecallTool,
+    TodoWriteTool, WriteFileTool,
 };
 
 /// Tools by name. Kept sorted by name so the tool list sent to the model is
@@ -78,7 +78,7 @@ impl ToolRegistry {
     }
 
     /// Every built-in tool of this crate: bash, read_file, write_file,
-    /// edit_file, glob, grep, todo_write, load_skill.
+    /// edit_file, glob, grep, recall, todo_write, load_skill.
     pub fn builtin() -> Self {
         let mut r = Self::new();
         r.register(Arc::new(BashTool::default()));
@@ -87,6 +87,7 @@ impl ToolRegistry {
         r.register(Arc::new(EditFileTool));
         r.register(Arc::new(GlobTool::default()));
         r.register(Arc::new(GrepTool::default()));
+        r.register(Arc::new(RecallTool));
         r.register(Arc::new(TodoWriteTool));
         r.register(Arc::new(LoadSkillTool));
         r

@@ -21,6 +21,7 @@ fn specs_are_sorted_json_schema_objects() {
             "grep",
             "load_skill",
             "read_file",
+            "recall",
             "todo_write",
             "write_file"
         ]
@@ -63,10 +64,10 @@ fn the_read_only_subset_holds_only_readers() {
     let ro = registry.read_only();
     assert_eq!(
         ro.names().collect::<Vec<_>>(),
-        ["glob", "grep", "load_skill", "read_file"]
+        ["glob", "grep", "load_skill", "read_file", "recall"]
     );
     assert!(ro.get("bash").is_none());
-    assert_eq!(registry.len(), 8);
+    assert_eq!(registry.len(), 9);
 }
 
 struct Panicky;

@@ -158,15 +158,19 @@ impl Default for PermissionPolicy {
 }
 
 impl PermissionPolicy {
-    /// A policy in `mode`, with no allow rules; `todo_write` and
-    /// `load_skill` are trusted.
+    /// A policy in `mode`, with no allow rules; `todo_write`, `load_skill`
+    /// and `recall` (which reads only the session's own store) are trusted.
     pub fn new(mode: PermissionMode) -> Self {
         Self {
             mode,
             allow: Vec::new(),
-            trusted: [tool_names::TODO_WRITE, tool_names::LOAD_SKILL]
-                .map(str::to_owned)
-                .into(),
+            trusted: [
+                tool_names::TODO_WRITE,
+                tool_names::LOAD_SKILL,
+                tool_names::RECALL,
+            ]
+            .map(str::to_owned)
+            .into(),
             read_only_mcp: BTreeSet::new(),
         }
     }
