@@ -267,3 +267,75 @@ pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
     value.hash(&mut h);
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE_MS: u64 = 60 * 1000;
+
+    /// A session whose history grows by one exchange per call.
+    fn history(exchanges: usize) -> Vec<Message> {
+        (0..exchanges)
+            .flat_map(|i| {
+                [
+                    Message::user(format!("question {i}: {}", "q".repeat(4_000))),
+                    Message::assistant(format!("answer {i}: {}", "a".repeat(4_000))),
+                ]
+            })
+            .collect()
+    }
+
+    fn at(minutes: u64, ttl: CacheTtl) -> CallTime {
+        CallTime {
+            at_ms: Some(1_700_000_000_000 + minutes * MINUTE_MS),
+            ttl,
+            model: 7,
+        }
+    }
+
+    /// Calls at 0, 1 and 2 minutes, then one after ten idle minutes.
+    fn with_a_ten_minute_gap(ttl: CacheTtl) -> Vec<Priced> {
+        let config = ReplayConfig::default();
+        let system = "s".repeat(8_000);
+        let mut cache = PromptCache::new(&config, &system, system.len());
+        [0, 1, 2, 12]
+            .iter()
+            .enumerate()
+            .map(|(k, minutes)| {
+                let messages = history(k + 1);
+                cache.price(
+                    &messages[..messages.len() - 1],
+                    Some(0),
+                    0,
+                    None,
+                    at(*minutes, ttl),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_call_after_a_ten_minute_gap_is_a_cache_write() {
+        let priced = with_a_ten_minute_gap(CacheTtl::FiveMinutes);
+        // Within the TTL each call reads what the previous one wrote.
+        for p in &priced[1..3] {
+            assert!(p.read > 0 && p.write < p.read, "{p:?}");
+        }
+        // After the gap the whole request is written again: nothing is read.
+        let after = priced[3];
+        assert_eq!(after.read, 0, "{after:?}");
+        assert_eq!(after.write, after.total, "{after:?}");
+        assert_eq!(after.write_1h, 0);
+    }
+
+    #[test]
+    fn an_hour_cache_outlives_the_same_gap() {
+        let priced = with_a_ten_minute_gap(CacheTtl::OneHour);
+        let after = priced[3];
+        assert!(after.read >= priced[2].total - 10, "{priced:?}");
+        assert_eq!(after.write, after.total - after.read);
+        // Hour writes are counted as such.
+        assert_eq!(priced[0].write_1h, priced[0].write);
+    }
+}

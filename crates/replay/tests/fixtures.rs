@@ -128,6 +128,46 @@ fn claude_code_parts_of_a_response_merge_and_bookkeeping_is_left_out() {
     }
 }
 
+/// The user turns Claude Code and mini-swe-agent wrote themselves are
+/// marked, so that survival probes do not take them for the person's:
+/// `isMeta` and the compaction summary, a format error; the person's own
+/// messages and the tool results are not marked.
+#[test]
+fn harness_written_user_messages_are_marked_injected() {
+    let c = only(&fixtures().join(CLAUDE_CODE[0].0));
+    let summary = c.compaction_boundaries[0].index;
+    assert!(c.injected.contains(&10), "{:?}", c.injected);
+    assert!(c.injected.contains(&summary), "{:?}", c.injected);
+    for (i, m) in c.messages.iter().enumerate() {
+        let raw_text = m.role() == Role::User && !m.has_tool_result();
+        if !raw_text || c.injected.contains(&i) {
+            continue;
+        }
+        // Everything left is something a person typed.
+        let text = m.text();
+        assert!(
+            !text.starts_with("Caveat: ") && !text.starts_with("This session is being continued"),
+            "{i}: {text}"
+        );
+    }
+    assert!(!c.injected.contains(&0));
+    assert!(c.injected.windows(2).all(|w| w[0] < w[1]));
+
+    let t = only(&fixtures().join(TRAJECTORY));
+    let texts: Vec<usize> = (0..t.messages.len())
+        .filter(|&i| t.messages[i].role() == Role::User && !t.messages[i].has_tool_result())
+        .collect();
+    // The task is the person's; the format errors after it are not.
+    assert_eq!(texts[0], 0);
+    assert!(texts.len() > 1, "{texts:?}");
+    assert_eq!(t.injected, texts[1..]);
+    assert!(
+        t.messages[texts[1]].text().contains("EXACTLY ONE"),
+        "{}",
+        t.messages[texts[1]].text()
+    );
+}
+
 #[test]
 fn a_session_file_holds_only_its_own_conversation() {
     let root = fixtures().join("claude-code");

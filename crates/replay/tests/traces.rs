@@ -93,6 +93,10 @@ fn main() -> ExitCode {
             every_policy_on_every_shared_trace_keeps_the_invariants,
         ),
         trial(
+            "survival_of_facts_removed_by_compaction",
+            survival_of_facts_removed_by_compaction,
+        ),
+        trial(
             "corrupt::a_jsonl_file_cut_mid_line_is_read_up_to_the_cut",
             |root| {
                 corruption::a_jsonl_file_cut_mid_line_is_read_up_to_the_cut(&read(
@@ -403,15 +407,8 @@ fn a_session_file_holds_only_its_own_conversation(root: &Path) {
 /// `none` shows where the window overflows, `default` never exceeds it and
 /// costs less than the others.
 fn every_policy_on_every_shared_trace_keeps_the_invariants(root: &Path) {
-    let config = ReplayConfig::for_window(32_000);
-    let summary = replay_paths(
-        &[root.to_path_buf()],
-        &Policy::ALL,
-        &config,
-        &mut || Box::new(StandInSummarizer::default()),
-        "stand-in",
-    );
-    replay_keeps_the_invariants(&summary, 32_000);
+    let summary = replayed_at_32k(root);
+    replay_keeps_the_invariants(summary, 32_000);
     assert!(
         summary.conversations.len() >= 50,
         "{}",
@@ -444,12 +441,108 @@ fn every_policy_on_every_shared_trace_keeps_the_invariants(root: &Path) {
     assert!(
         t[default].cost_usd < 0.8 * t[teaching].cost_usd,
         "{}",
-        costs(&summary)
+        costs(summary)
     );
     assert!(
         t[default].cost_usd < 0.8 * t[mask].cost_usd,
         "{}",
-        costs(&summary)
+        costs(summary)
+    );
+}
+
+/// Every shared trace under every policy at the issue's window (32,000
+/// tokens), replayed once for all checks.
+fn replayed_at_32k(root: &Path) -> &'static ReplaySummary {
+    static SUMMARY: OnceLock<ReplaySummary> = OnceLock::new();
+    SUMMARY.get_or_init(|| {
+        replay_paths(
+            &[root.to_path_buf()],
+            &Policy::ALL,
+            &ReplayConfig::for_window(32_000),
+            &mut || Box::new(StandInSummarizer::default()),
+            "stand-in",
+        )
+    })
+}
+
+/// Survival (issue 13): what each policy's compactions kept of the facts
+/// they removed, and the same for Claude Code's own two summaries.
+fn survival_of_facts_removed_by_compaction(root: &Path) {
+    let summary = replayed_at_32k(root);
+    let total = |name: &str| {
+        &summary
+            .totals
+            .iter()
+            .find(|t| t.policy == name)
+            .unwrap()
+            .survival
+    };
+    // Removing nothing, `none` and `mask` probe nothing.
+    for name in ["none", "mask"] {
+        let s = total(name);
+        assert_eq!(
+            (
+                s.paths.probed,
+                s.commands.probed,
+                s.person.probed,
+                s.compactions
+            ),
+            (0, 0, 0, 0),
+            "{name}"
+        );
+    }
+    for name in ["teaching", "default"] {
+        let s = total(name);
+        assert!(s.compactions > 0, "{name}");
+        assert_eq!(s.ledger_tokens.len() as u64, s.compactions, "{name}");
+        for t in [s.paths, s.commands, s.person] {
+            assert!(t.probed > 0 && t.survived <= t.probed, "{name}: {s:?}");
+        }
+    }
+
+    // Claude Code's own summaries, on the same facts: the issue's findings
+    // (a third of the paths as written, fewer than one command in ten, the
+    // person's messages kept), on the two sessions with a compact_boundary.
+    let recorded = summary.recorded_survival.as_ref().unwrap();
+    assert_eq!(recorded.compactions, 2);
+    assert!(recorded.ledger_tokens.is_empty());
+    let percent = |t: whittle_replay::Tally| t.percent().unwrap();
+    assert!(recorded.paths.probed >= 100, "{recorded:?}");
+    assert!(
+        (25.0..=40.0).contains(&percent(recorded.paths)),
+        "{recorded:?}"
+    );
+    assert!(percent(recorded.commands) < 10.0, "{recorded:?}");
+    assert_eq!(recorded.person.probed, 2);
+    assert_eq!(recorded.person.survived, 2);
+    let with_boundaries = summary
+        .conversations
+        .iter()
+        .filter(|c| c.recorded_survival.is_some())
+        .count();
+    assert_eq!(with_boundaries, 2);
+
+    // The issue's targets for `default` hold only with the state ledger in
+    // the replacing messages; checked as soon as the ledger is there.
+    // TODO(lead): when the ledger is merged, drop this gate so that a
+    // missing ledger fails the suite instead of skipping the targets.
+    let default = total("default");
+    if default.ledger_tokens_max().unwrap_or(0) == 0 {
+        println!(
+            "survival: no state ledger in default's compactions yet; targets not checked \
+             (person {:.1}%, paths {:.1}%, commands {:.1}%)",
+            percent(default.person),
+            percent(default.paths),
+            percent(default.commands)
+        );
+        return;
+    }
+    assert_eq!(percent(default.person), 100.0, "{default:?}");
+    assert!(percent(default.paths) >= 95.0, "{default:?}");
+    assert!(percent(default.commands) >= 80.0, "{default:?}");
+    assert!(
+        default.ledger_tokens_median().unwrap() < 4_000,
+        "{default:?}"
     );
 }
 

@@ -8,7 +8,10 @@
 //!   `uuid`, `cwd`, ...) are bookkeeping, not what the model saw, and are left out.
 //! - `isMeta` user events (skill bodies, command caveats, hook reminders) are
 //!   kept: Claude Code hides them from the person but sends them to the model.
-//!   The compaction summary (`isCompactSummary`) is kept the same way.
+//!   The compaction summary (`isCompactSummary`) is kept the same way. These
+//!   and the turns Claude Code writes without the flag (a background task's
+//!   notice, a slash command's output, an interruption) are listed in
+//!   [`Conversation::injected`]: they are not the person's words.
 //! - One API response is logged as several `assistant` events sharing
 //!   `message.id`, one block each, with the results of parallel tool calls
 //!   logged between them. Such events are merged into one message (blocks in
@@ -229,7 +232,11 @@ fn read_event(
             let content = message_content(event)?;
             let only_results = matches!(&content, Content::Blocks(b)
                 if !b.is_empty() && b.iter().all(|b| matches!(b, Block::ToolResult(_))));
-            reader.draft.push(Role::User, content);
+            if written_by_claude_code(event, &content) {
+                reader.draft.push_injected(Role::User, content);
+            } else {
+                reader.draft.push(Role::User, content);
+            }
             if !only_results {
                 reader.open = None;
             }
@@ -279,6 +286,40 @@ fn read_event(
         _ => {}
     }
     Ok(())
+}
+
+/// How the user turns Claude Code writes itself begin (a background task's
+/// notice, a slash command's output, an interruption), when the event does
+/// not say so with `isMeta`.
+const HARNESS_OPENINGS: &[&str] = &[
+    "<task-notification>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "[Request interrupted by user",
+];
+
+/// Whether a user event is Claude Code's own text rather than the person's.
+fn written_by_claude_code(event: &Map<String, Value>, content: &Content) -> bool {
+    let flag = |key: &str| event.get(key) == Some(&Value::Bool(true));
+    if flag("isMeta") || flag("isCompactSummary") {
+        return true;
+    }
+    let first_text = match content {
+        Content::Text(s) => s.as_str(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .unwrap_or(""),
+    };
+    let opening = first_text.trim_start();
+    HARNESS_OPENINGS.iter().any(|h| opening.starts_with(h))
 }
 
 /// What an assistant event says about the call that produced it.
