@@ -169,7 +169,10 @@ fn replay(
     summarizer: &mut dyn Summarizer,
     store_dir: &Path,
 ) -> ReplayReport {
-    let store = Store::new(store_dir);
+    // A fixed transcript name: the default one carries the time, the process
+    // id and a process-wide count, whose digits would change the markers'
+    // sizes from one run (or one replay in the same process) to the next.
+    let store = Store::with_transcript_name(store_dir, "replay");
     // Everything a request carries besides the messages.
     let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
     let mut compactor = match policy {

@@ -312,6 +312,45 @@ fn every_fixture_imports_valid_and_round_trips_through_serde() {
 /// compaction, and that `default` can keep only with every kind of step.
 const WINDOW: u64 = 4_000;
 
+/// The same replay twice in one process measures the same: nothing
+/// process-wide (a store's count of transcripts, here pushed past more
+/// digits in between) may change the size of what compaction leaves.
+#[test]
+fn a_replay_measures_the_same_however_many_stores_came_before() {
+    let config = ReplayConfig::for_window(WINDOW);
+    let path = [fixtures().join(CLAUDE_CODE[0].0)];
+    let replay = || {
+        replay_paths(
+            &path,
+            &Policy::ALL,
+            &config,
+            &mut || Box::new(StandInSummarizer::default()),
+            "stand-in",
+        )
+    };
+    let first = replay();
+    let scratch = tempfile::tempdir().unwrap();
+    for _ in 0..20_000 {
+        // Names its transcript from the process-wide count; writes nothing.
+        whittle_context::Store::new(scratch.path());
+    }
+    let second = replay();
+    let compacted = first
+        .totals
+        .iter()
+        .map(|t| t.survival.compactions)
+        .sum::<u64>();
+    assert!(compacted > 0, "the window must make every policy compact");
+    for (a, b) in first.totals.iter().zip(&second.totals) {
+        assert_eq!(
+            (a.input_tokens, a.cache_read_tokens, a.cache_write_tokens),
+            (b.input_tokens, b.cache_read_tokens, b.cache_write_tokens),
+            "{}",
+            a.policy
+        );
+    }
+}
+
 #[test]
 fn replay_over_the_fixtures_keeps_the_invariants_and_adds_up() {
     let config = ReplayConfig::for_window(WINDOW);
