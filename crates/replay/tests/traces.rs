@@ -434,10 +434,27 @@ fn every_policy_on_every_shared_trace_keeps_the_invariants(root: &Path) {
         t[none].over_window > 0,
         "the traces do overflow a 32k window"
     );
-    // Not asserted any more: `default` <= `none`. With Claude Code's
-    // calibrated system prompt and tools (about 26k tokens) in every request,
-    // a 32k window makes `default` compact almost every call and it costs
-    // more than `none` (issue 16's report); left for the lead to decide.
+    // `default` costs no more than `none` over the conversations whose
+    // recorded overhead (Claude Code's system prompt and tools, calibrated
+    // from its bill, about 26k tokens) is less than half the window. Where it
+    // is more, a 32k window leaves `default` a few thousand tokens and it
+    // compacts almost every call, while `none` keeps sending requests the
+    // provider would reject: there `none` is no price to beat. Not per
+    // conversation either: where `none` never overflows, `default` still
+    // compacts ahead of the window and may cost a few percent more.
+    let (mut none_cost, mut default_cost) = (0.0, 0.0);
+    for c in summary
+        .conversations
+        .iter()
+        .filter(|c| c.overhead_tokens < 32_000 / 2)
+    {
+        none_cost += c.reports[none].cost_usd;
+        default_cost += c.reports[default].cost_usd;
+    }
+    assert!(
+        default_cost <= none_cost,
+        "default ${default_cost:.2} > none ${none_cost:.2} where the overhead fits"
+    );
     assert!(
         t[default].cost_usd < 0.8 * t[teaching].cost_usd,
         "{}",
