@@ -261,6 +261,9 @@ fn replay(
             model: hash(&recorded.and_then(|c| c.model.as_deref())),
         };
         counting.time = time;
+        if recorded.is_some_and(|c| c.prefix_rebuilt) {
+            counting.cache.rebuild_prefix();
+        }
         // The cache went cold over an idle gap: rewriting a shorter history costs less.
         let cold = match (
             last_call.and_then(|l| l.at_ms.map(|at| (at, l.ttl))),
