@@ -3,7 +3,7 @@
 //! they look on a terminal is the CLI's business.
 
 use whittle_context::{abbreviate_count, group_digits};
-use whittle_replay::{ReplayReport, ReplaySummary};
+use whittle_replay::{ErrorPct, RecordedTotals, ReplayReport, ReplaySummary, Survival, Tally};
 
 /// The summary as a table for people: policies in columns, totals first,
 /// then one line per conversation with each policy's cost and peak.
@@ -95,6 +95,14 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         }
         out.push('\n');
     }
+    render_survival(summary, &mut out);
+    if let (Some(recorded), Some(none), Some(error)) = (
+        &summary.recorded,
+        &summary.none_on_recorded,
+        &summary.none_vs_recorded,
+    ) {
+        render_bill(summary, recorded, none, error, &mut out);
+    }
     if !summary.conversations.is_empty() {
         out.push_str("\nper conversation: cost (peak tokens, * = over the window)\n");
         let idw = summary
@@ -130,6 +138,104 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         out.push_str(&format!("skipped: {e}\n"));
     }
     out
+}
+
+/// Survival per policy that compacted, then the recording agent's own
+/// compactions as a row of their own, measured on the same facts.
+fn render_survival(summary: &ReplaySummary, out: &mut String) {
+    let mut rows: Vec<(&str, &Survival)> = summary
+        .totals
+        .iter()
+        .filter(|t| t.survival.compactions > 0 || t.survival.paths.probed > 0)
+        .map(|t| (t.policy.as_str(), &t.survival))
+        .collect();
+    if let Some(s) = &summary.recorded_survival {
+        rows.push(("recorded Claude Code summary", s));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\nsurvival: facts compaction removed, found in the next request (% of probed)\n");
+    let width = 30;
+    out.push_str(&format!(
+        "{:width$}{:>16}{:>16}{:>16}{:>13}{:>16}\n",
+        "", "paths", "commands", "person", "compactions", "ledger med/max"
+    ));
+    for (name, s) in rows {
+        let ledger = match (s.ledger_tokens_median(), s.ledger_tokens_max()) {
+            (Some(median), Some(max)) => {
+                format!("{}/{}", group_digits(median), group_digits(max))
+            }
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            "{name:width$}{:>16}{:>16}{:>16}{:>13}{ledger:>16}\n",
+            tally(&s.paths),
+            tally(&s.commands),
+            tally(&s.person),
+            group_digits(s.compactions),
+        ));
+    }
+}
+
+/// `95.0% (1,234)`: survived in percent, of how many probed.
+fn tally(t: &Tally) -> String {
+    match t.percent() {
+        Some(p) => format!("{p:.1}% ({})", group_digits(t.probed)),
+        None => "-".into(),
+    }
+}
+
+/// What the recordings say was billed, `none` over the same conversations,
+/// and how far apart they are.
+fn render_bill(
+    summary: &ReplaySummary,
+    recorded: &RecordedTotals,
+    none: &ReplayReport,
+    error: &ErrorPct,
+    out: &mut String,
+) {
+    let billed = summary
+        .conversations
+        .iter()
+        .filter(|c| c.recorded.is_some())
+        .count();
+    out.push_str(&format!(
+        "\nrecorded usage vs none ({billed} conversations with a bill)\n"
+    ));
+    let width = 12;
+    out.push_str(&format!(
+        "{:width$}{:>12}{:>12}{:>12}{:>12}{:>12}\n",
+        "", "calls", "uncached", "cache read", "cache write", "cost"
+    ));
+    out.push_str(&format!(
+        "{:width$}{:>12}{:>12}{:>12}{:>12}{:>12}\n",
+        "recorded",
+        group_digits(recorded.calls),
+        abbreviate_count(recorded.uncached_tokens),
+        abbreviate_count(recorded.cache_read_tokens),
+        abbreviate_count(recorded.cache_write_tokens),
+        format!("${:.2}", recorded.cost_usd),
+    ));
+    out.push_str(&format!(
+        "{:width$}{:>12}{:>12}{:>12}{:>12}{:>12}\n",
+        "none",
+        group_digits(none.calls),
+        abbreviate_count(none.uncached_tokens),
+        abbreviate_count(none.cache_read_tokens),
+        abbreviate_count(none.cache_write_tokens),
+        format!("${:.2}", none.cost_usd),
+    ));
+    let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{e:+.1}%"));
+    out.push_str(&format!(
+        "{:width$}{:>12}{:>12}{:>12}{:>12}{:>12}\n",
+        "error",
+        pct(error.calls),
+        pct(error.uncached),
+        pct(error.cache_read),
+        pct(error.cache_write),
+        pct(error.cost),
+    ));
 }
 
 fn step_count(t: &ReplayReport, step: &str) -> String {
@@ -182,12 +288,14 @@ mod tests {
                 overhead_tokens: 0,
                 recorded: None,
                 none_vs_recorded: None,
+                recorded_survival: None,
             }],
             totals: vec![none, default],
             errors: vec!["bad.json: the file is empty".into()],
             recorded: None,
             none_on_recorded: None,
             none_vs_recorded: None,
+            recorded_survival: None,
         };
         let table = render_table(&summary);
         let lines: Vec<&str> = table.lines().collect();
@@ -222,5 +330,130 @@ mod tests {
         assert!(c1.contains("$2.000 (40k)*"), "{c1}");
         assert!(c1.contains("$1.500 (30k) "), "{c1}");
         assert_eq!(lines.last(), Some(&"skipped: bad.json: the file is empty"));
+        // Nothing compacted and nothing billed: neither section is there.
+        assert!(!table.contains("survival:") && !table.contains("recorded usage"));
+    }
+
+    #[test]
+    fn survival_per_policy_then_the_recorded_summary_and_the_bill_against_none() {
+        let none = report("none", 2.0, 40_000, 3);
+        let mut default = report("default", 1.5, 30_000, 0);
+        default.survival = Survival {
+            paths: Tally {
+                survived: 19,
+                probed: 20,
+            },
+            commands: Tally {
+                survived: 3,
+                probed: 4,
+            },
+            person: Tally {
+                survived: 2,
+                probed: 2,
+            },
+            compactions: 3,
+            ledger_tokens: vec![1_200, 800, 3_500],
+        };
+        let recorded_survival = Survival {
+            paths: Tally {
+                survived: 1,
+                probed: 3,
+            },
+            compactions: 1,
+            ..Survival::default()
+        };
+        let recorded = RecordedTotals {
+            calls: 1_234,
+            uncached_tokens: 1_000,
+            cache_read_tokens: 2_000_000,
+            cache_write_tokens: 50_000,
+            cache_write_1h_tokens: 0,
+            output_tokens: 10_000,
+            cost_usd: 2.5,
+        };
+        let summary = ReplaySummary {
+            window_tokens: 32_000,
+            prices: Prices::default(),
+            summarizer: "stand-in".into(),
+            policies: vec!["none".into(), "default".into()],
+            conversations: vec![ConversationRow {
+                id: "c1".into(),
+                source: "c1.jsonl".into(),
+                format: "claude-code".into(),
+                messages: 10,
+                reports: vec![none.clone(), default.clone()],
+                measured: whittle_replay::Measured::Estimated,
+                chars_per_token: 3.5,
+                overhead_tokens: 20_000,
+                recorded: Some(recorded),
+                none_vs_recorded: Some(ErrorPct::of(&none, &recorded)),
+                recorded_survival: Some(recorded_survival.clone()),
+            }],
+            totals: vec![none.clone(), default],
+            errors: Vec::new(),
+            recorded: Some(recorded),
+            none_on_recorded: Some(none.clone()),
+            none_vs_recorded: Some(ErrorPct::of(&none, &recorded)),
+            recorded_survival: Some(recorded_survival),
+        };
+        let table = render_table(&summary);
+        let lines: Vec<&str> = table.lines().collect();
+        let at = |prefix: &str| {
+            lines
+                .iter()
+                .position(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix:?} line in\n{table}"))
+        };
+        let survival = at("survival:");
+        let header: Vec<&str> = lines[survival + 1].split_whitespace().collect();
+        assert_eq!(
+            header,
+            [
+                "paths",
+                "commands",
+                "person",
+                "compactions",
+                "ledger",
+                "med/max"
+            ]
+        );
+        // `none` compacts nothing and has no row; the recording's own row comes last.
+        assert_eq!(
+            lines[survival + 2].split_whitespace().collect::<Vec<_>>(),
+            [
+                "default",
+                "95.0%",
+                "(20)",
+                "75.0%",
+                "(4)",
+                "100.0%",
+                "(2)",
+                "3",
+                "1,200/3,500"
+            ]
+        );
+        assert_eq!(
+            lines[survival + 3].split_whitespace().collect::<Vec<_>>(),
+            [
+                "recorded", "Claude", "Code", "summary", "33.3%", "(3)", "-", "-", "1", "-"
+            ]
+        );
+        let bill = at("recorded usage vs none (1 conversations with a bill)");
+        let row = |k: usize| lines[bill + k].split_whitespace().collect::<Vec<_>>();
+        assert_eq!(
+            row(1),
+            [
+                "calls", "uncached", "cache", "read", "cache", "write", "cost"
+            ]
+        );
+        assert_eq!(
+            row(2),
+            ["recorded", "1,234", "1000", "2.0M", "50k", "$2.50"]
+        );
+        assert_eq!(row(3), ["none", "1,234", "0", "2.0M", "45k", "$2.00"]);
+        assert_eq!(
+            row(4),
+            ["error", "+0.0%", "-100.0%", "+0.0%", "-10.0%", "-20.0%"]
+        );
     }
 }

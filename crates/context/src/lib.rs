@@ -58,6 +58,7 @@ mod markers;
 mod message;
 mod meter;
 mod pairs;
+mod path_tokens;
 mod pipeline;
 mod recovery;
 mod redact;
@@ -79,6 +80,7 @@ pub use message::{
     ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
 };
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
+pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
     Compactor, Ctx, Outcome, PrepareOutcome, Progress, Step, StepError, StepReport, SummaryNeeded,
     Trigger, cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor,

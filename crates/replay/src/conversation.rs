@@ -19,6 +19,7 @@ use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 use crate::prompt_cache::{CallTime, PromptCache, hash};
 use crate::recorded::RecordedCall;
 use crate::report::ReplayReport;
+use crate::survival::SurvivalProbe;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -89,6 +90,7 @@ pub fn replay_conversation(
         restarts: &[],
         exact: false,
         billed: false,
+        injected: &[],
     };
     replay(
         id, messages, system, &recording, policy, config, summarizer, store_dir,
@@ -126,6 +128,7 @@ pub fn replay_recorded(
         // All or nothing: rebuilt and estimated requests share no prefix.
         exact: calibration.measured == Measured::Exact,
         billed: calibration.measured != Measured::Assumed,
+        injected: &conversation.injected,
     };
     replay(
         &conversation.id,
@@ -152,6 +155,8 @@ struct Recording<'a> {
     /// Whether the recorded usage is the bill of these requests (then the
     /// answers' output is priced as billed).
     billed: bool,
+    /// The user messages the recording agent's harness wrote.
+    injected: &'a [usize],
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -165,7 +170,10 @@ fn replay(
     summarizer: &mut dyn Summarizer,
     store_dir: &Path,
 ) -> ReplayReport {
-    let store = Store::new(store_dir);
+    // A fixed transcript name: the default one carries the time, the process
+    // id and a process-wide count, whose digits would change the markers'
+    // sizes from one run (or one replay in the same process) to the next.
+    let store = Store::with_transcript_name(store_dir, "replay");
     // Everything a request carries besides the messages.
     let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
     let mut compactor = match policy {
@@ -214,6 +222,10 @@ fn replay(
     {
         counting.cache.prewarm(warm.cache_read_tokens);
     }
+    // `none` removes nothing (its restarts are the recording's own
+    // compactions, measured on their own: `recorded_survival`).
+    let mut probe =
+        (policy != Policy::None).then(|| SurvivalProbe::new(messages, recording.injected));
     let mut history = History::default();
     // Where the history last restarted: what came before is the recording's loss.
     let mut restarted_at = 0;
@@ -250,6 +262,9 @@ fn replay(
             model: hash(&recorded.and_then(|c| c.model.as_deref())),
         };
         counting.time = time;
+        if recorded.is_some_and(|c| c.prefix_rebuilt) {
+            counting.cache.rebuild_prefix();
+        }
         // The cache went cold over an idle gap: rewriting a shorter history costs less.
         let cold = match (
             last_call.and_then(|l| l.at_ms.map(|at| (at, l.ttl))),
@@ -259,6 +274,9 @@ fn replay(
             _ => false,
         };
         last_call = Some(time);
+        if let Some(p) = &mut probe {
+            p.before_pipeline(&history);
+        }
         let started = Instant::now();
         let mut applied: Vec<Step> = Vec::new();
         if cold && policy == Policy::Default && config.tidy_when_cold {
@@ -312,6 +330,21 @@ fn replay(
             (None, _) => {}
         }
         times.push(started.elapsed().as_micros() as u64);
+        if let Some(p) = &mut probe {
+            let replaced = applied.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::SnipCompact | Step::CompactHistory | Step::ReactiveCompact
+                )
+            });
+            p.after_pipeline(
+                &history,
+                system,
+                replaced,
+                |chars| config.tokens(chars),
+                &mut report.survival,
+            );
+        }
         for step in applied {
             *report.steps.entry(step.as_str().to_string()).or_default() += 1;
         }

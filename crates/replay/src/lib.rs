@@ -44,6 +44,7 @@ mod prompt_cache;
 mod recorded;
 mod report;
 mod stand_in;
+mod survival;
 
 pub use calibration::{Calibration, Measured, calibrate};
 pub use conversation::{COLD_TIDY, replay_conversation, replay_recorded};
@@ -56,3 +57,7 @@ pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
 pub use report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
 pub use stand_in::StandInSummarizer;
+pub use survival::{
+    COMMAND_PROBE_CHARS, Fact, FactKind, PERSON_PROBE_CHARS, Survival, Tally, command_probe,
+    context_text, ledger_chars, message_facts, person_probe, recorded_survival,
+};

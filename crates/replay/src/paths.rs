@@ -6,6 +6,7 @@ use crate::conversation::replay_recorded;
 use crate::import::import_tree;
 use crate::policy::{Policy, ReplayConfig};
 use crate::report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
+use crate::survival::recorded_survival;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tempfile::TempDir;
@@ -39,6 +40,7 @@ pub fn replay_paths(
         recorded: None,
         none_on_recorded: None,
         none_vs_recorded: None,
+        recorded_survival: None,
     };
     let none_column = policies.iter().position(|p| *p == Policy::None);
     for path in paths {
@@ -65,7 +67,14 @@ pub fn replay_paths(
                         .round() as u64,
                     recorded: RecordedTotals::of(&c, &config.prices),
                     none_vs_recorded: None,
+                    recorded_survival: recorded_survival(&c),
                 };
+                if let Some(s) = &row.recorded_survival {
+                    summary
+                        .recorded_survival
+                        .get_or_insert_with(Default::default)
+                        .absorb(s);
+                }
                 for (k, policy) in policies.iter().enumerate() {
                     let scratch = match scratch_store() {
                         Ok(s) => s,

@@ -45,6 +45,9 @@ pub(crate) struct Priced {
 /// Anthropic's prompt cache over one conversation.
 pub(crate) struct PromptCache<'a> {
     pub(crate) config: &'a ReplayConfig,
+    /// Identifies the system prompt as first sent (its shared part's key).
+    system_hash: u64,
+    /// Identifies the prefix as now sent: changes when the agent rebuilds it.
     prefix_hash: u64,
     prefix_chars: usize,
     /// Prefix hash to (expiry in ms, lifetime in ms).
@@ -67,6 +70,7 @@ impl<'a> PromptCache<'a> {
     pub(crate) fn new(config: &'a ReplayConfig, prefix: &str, prefix_chars: usize) -> Self {
         PromptCache {
             config,
+            system_hash: hash(&prefix),
             prefix_hash: hash(&prefix),
             prefix_chars,
             written: HashMap::new(),
@@ -87,6 +91,13 @@ impl<'a> PromptCache<'a> {
         if tokens > 0 && chars < self.prefix_chars {
             self.shared_chars = Some(chars);
         }
+    }
+
+    /// Says that the agent rebuilt the prefix before the next request (new
+    /// tool definitions or system text): nothing cached after the shared
+    /// part of the system prompt matches any more.
+    pub(crate) fn rebuild_prefix(&mut self) {
+        self.prefix_hash = hash(&(self.prefix_hash, "rebuilt"));
     }
 
     /// Forgets the message hashes of the last request (after the history
@@ -135,7 +146,7 @@ impl<'a> PromptCache<'a> {
         let mut tokens_at = Vec::with_capacity(messages.len() + 2);
         let mut shared = Vec::new();
         if let Some(chars) = self.shared_chars {
-            prefix.push(hash(&(time.model, self.prefix_hash, chars)));
+            prefix.push(hash(&(time.model, self.system_hash, chars)));
             tokens_at.push(self.config.tokens(chars));
             shared.push((0, time.ttl));
         }
@@ -166,7 +177,17 @@ impl<'a> PromptCache<'a> {
         let mut breakpoints = shared;
         breakpoints.extend([(start, time.ttl), (start + n, time.ttl)]);
         breakpoints.extend(anchor.filter(|a| *a < n).map(|a| (start + a, time.ttl)));
-        self.settle(&prefix, &tokens_at, &breakpoints, time)
+        let priced = self.settle(&prefix, &tokens_at, &breakpoints, time);
+        if start > 0 {
+            // The shared part is the agent's, not this conversation's: its
+            // other sessions keep it alive across this one's idle gaps (a
+            // Claude Code bill reads its 21,448 tokens back after 17.5 idle
+            // minutes with a 5-minute TTL).
+            if let Some(entry) = self.written.get_mut(&prefix[0]) {
+                entry.0 = u64::MAX;
+            }
+        }
+        priced
     }
 
     /// Prices a request rebuilt from the recording, block by block, with its
@@ -266,4 +287,119 @@ pub(crate) fn hash<T: Hash + ?Sized>(value: &T) -> u64 {
     let mut h = DefaultHasher::new();
     value.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE_MS: u64 = 60 * 1000;
+
+    /// A session whose history grows by one exchange per call.
+    fn history(exchanges: usize) -> Vec<Message> {
+        (0..exchanges)
+            .flat_map(|i| {
+                [
+                    Message::user(format!("question {i}: {}", "q".repeat(4_000))),
+                    Message::assistant(format!("answer {i}: {}", "a".repeat(4_000))),
+                ]
+            })
+            .collect()
+    }
+
+    fn at(minutes: u64, ttl: CacheTtl) -> CallTime {
+        CallTime {
+            at_ms: Some(1_700_000_000_000 + minutes * MINUTE_MS),
+            ttl,
+            model: 7,
+        }
+    }
+
+    /// Calls at 0, 1 and 2 minutes, then one after ten idle minutes.
+    fn with_a_ten_minute_gap(ttl: CacheTtl) -> Vec<Priced> {
+        let config = ReplayConfig::default();
+        let system = "s".repeat(8_000);
+        let mut cache = PromptCache::new(&config, &system, system.len());
+        [0, 1, 2, 12]
+            .iter()
+            .enumerate()
+            .map(|(k, minutes)| {
+                let messages = history(k + 1);
+                cache.price(
+                    &messages[..messages.len() - 1],
+                    Some(0),
+                    0,
+                    None,
+                    at(*minutes, ttl),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_call_after_a_ten_minute_gap_is_a_cache_write() {
+        let priced = with_a_ten_minute_gap(CacheTtl::FiveMinutes);
+        // Within the TTL each call reads what the previous one wrote.
+        for p in &priced[1..3] {
+            assert!(p.read > 0 && p.write < p.read, "{p:?}");
+        }
+        // After the gap the whole request is written again: nothing is read.
+        let after = priced[3];
+        assert_eq!(after.read, 0, "{after:?}");
+        assert_eq!(after.write, after.total, "{after:?}");
+        assert_eq!(after.write_1h, 0);
+    }
+
+    /// Calls at `minutes`, the history growing by one exchange each, the
+    /// first request's first 1,500 tokens cached by the agent's other
+    /// sessions; `rebuilt_before` marks calls after which the agent rebuilt
+    /// its prefix.
+    fn with_a_shared_system_prompt(minutes: &[u64], rebuilt_before: &[usize]) -> Vec<Priced> {
+        let config = ReplayConfig::default();
+        let system = "s".repeat(8_000);
+        let mut cache = PromptCache::new(&config, &system, system.len());
+        cache.prewarm(1_500);
+        minutes
+            .iter()
+            .enumerate()
+            .map(|(k, m)| {
+                if rebuilt_before.contains(&k) {
+                    cache.rebuild_prefix();
+                }
+                let messages = history(k + 1);
+                let time = at(*m, CacheTtl::FiveMinutes);
+                cache.price(&messages[..messages.len() - 1], Some(0), 0, None, time)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rebuilt_prefix_reads_only_the_shared_system_prompt_back() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3], &[2]);
+        assert_eq!(priced[0].read, 1_500, "{priced:?}");
+        assert!(priced[1].read > priced[0].total - 10, "{priced:?}");
+        // New tools or system text: the rest of the prefix and every message is written again.
+        assert_eq!(priced[2].read, 1_500, "{priced:?}");
+        assert_eq!(priced[2].write, priced[2].total - 1_500);
+        // And read back as usual after that.
+        assert!(priced[3].read > priced[2].total - 10, "{priced:?}");
+    }
+
+    #[test]
+    fn the_shared_system_prompt_outlives_an_idle_gap() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 20], &[]);
+        // Twenty idle minutes: the conversation expired, the shared part did not.
+        assert_eq!(priced[2].read, 1_500, "{priced:?}");
+        assert_eq!(priced[2].write, priced[2].total - 1_500);
+    }
+
+    #[test]
+    fn an_hour_cache_outlives_the_same_gap() {
+        let priced = with_a_ten_minute_gap(CacheTtl::OneHour);
+        let after = priced[3];
+        assert!(after.read >= priced[2].total - 10, "{priced:?}");
+        assert_eq!(after.write, after.total - after.read);
+        // Hour writes are counted as such.
+        assert_eq!(priced[0].write_1h, priced[0].write);
+    }
 }

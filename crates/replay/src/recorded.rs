@@ -86,4 +86,10 @@ pub struct RecordedCall {
     /// The request exactly as sent, when the agent logged it (Claude Code's
     /// `api-request` records): every block in order, with its breakpoints.
     pub request: Option<Vec<RequestBlock>>,
+    /// Whether the agent rebuilt its system prompt or tool definitions
+    /// since the previous call, so that nothing cached after the shared part
+    /// of its system prompt was read back: Claude Code after a background
+    /// task's notice or a slash command's output (`/mcp` reconnecting a
+    /// server), as its bills show.
+    pub prefix_rebuilt: bool,
 }

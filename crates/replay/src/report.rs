@@ -3,6 +3,7 @@
 
 use crate::calibration::Measured;
 use crate::import::Conversation;
+use crate::survival::Survival;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use whittle_llm::Prices;
@@ -58,6 +59,8 @@ pub struct ReplayReport {
     pub pipeline_us_by_call: Vec<u64>,
     /// Calls measured as the recording logged them, not rebuilt from messages.
     pub exact_requests: u64,
+    /// What the policy's compactions kept of the facts they removed.
+    pub survival: Survival,
 }
 
 impl ReplayReport {
@@ -93,6 +96,7 @@ impl ReplayReport {
         self.pipeline_us_median = self.pipeline_us_median.max(other.pipeline_us_median);
         self.pipeline_us_max = self.pipeline_us_max.max(other.pipeline_us_max);
         self.pipeline_us_total += other.pipeline_us_total;
+        self.survival.absorb(&other.survival);
     }
 }
 
@@ -213,6 +217,8 @@ pub struct ConversationRow {
     pub recorded: Option<RecordedTotals>,
     /// The `none` policy against the bill, when both are there.
     pub none_vs_recorded: Option<ErrorPct>,
+    /// What the recording agent's own compactions kept, when it compacted.
+    pub recorded_survival: Option<Survival>,
 }
 
 /// Everything a `whittle replay` run measured.
@@ -238,4 +244,7 @@ pub struct ReplaySummary {
     pub none_on_recorded: Option<ReplayReport>,
     /// `none_on_recorded` against `recorded`.
     pub none_vs_recorded: Option<ErrorPct>,
+    /// What the recording agents' own compactions (e.g. Claude Code's
+    /// summaries) kept, over the conversations that have them.
+    pub recorded_survival: Option<Survival>,
 }

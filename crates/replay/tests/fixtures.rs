@@ -128,6 +128,46 @@ fn claude_code_parts_of_a_response_merge_and_bookkeeping_is_left_out() {
     }
 }
 
+/// The user turns Claude Code and mini-swe-agent wrote themselves are
+/// marked, so that survival probes do not take them for the person's:
+/// `isMeta` and the compaction summary, a format error; the person's own
+/// messages and the tool results are not marked.
+#[test]
+fn harness_written_user_messages_are_marked_injected() {
+    let c = only(&fixtures().join(CLAUDE_CODE[0].0));
+    let summary = c.compaction_boundaries[0].index;
+    assert!(c.injected.contains(&10), "{:?}", c.injected);
+    assert!(c.injected.contains(&summary), "{:?}", c.injected);
+    for (i, m) in c.messages.iter().enumerate() {
+        let raw_text = m.role() == Role::User && !m.has_tool_result();
+        if !raw_text || c.injected.contains(&i) {
+            continue;
+        }
+        // Everything left is something a person typed.
+        let text = m.text();
+        assert!(
+            !text.starts_with("Caveat: ") && !text.starts_with("This session is being continued"),
+            "{i}: {text}"
+        );
+    }
+    assert!(!c.injected.contains(&0));
+    assert!(c.injected.windows(2).all(|w| w[0] < w[1]));
+
+    let t = only(&fixtures().join(TRAJECTORY));
+    let texts: Vec<usize> = (0..t.messages.len())
+        .filter(|&i| t.messages[i].role() == Role::User && !t.messages[i].has_tool_result())
+        .collect();
+    // The task is the person's; the format errors after it are not.
+    assert_eq!(texts[0], 0);
+    assert!(texts.len() > 1, "{texts:?}");
+    assert_eq!(t.injected, texts[1..]);
+    assert!(
+        t.messages[texts[1]].text().contains("EXACTLY ONE"),
+        "{}",
+        t.messages[texts[1]].text()
+    );
+}
+
 #[test]
 fn a_session_file_holds_only_its_own_conversation() {
     let root = fixtures().join("claude-code");
@@ -271,6 +311,45 @@ fn every_fixture_imports_valid_and_round_trips_through_serde() {
 /// A window the Claude Code fixture overflows many times without
 /// compaction, and that `default` can keep only with every kind of step.
 const WINDOW: u64 = 4_000;
+
+/// The same replay twice in one process measures the same: nothing
+/// process-wide (a store's count of transcripts, here pushed past more
+/// digits in between) may change the size of what compaction leaves.
+#[test]
+fn a_replay_measures_the_same_however_many_stores_came_before() {
+    let config = ReplayConfig::for_window(WINDOW);
+    let path = [fixtures().join(CLAUDE_CODE[0].0)];
+    let replay = || {
+        replay_paths(
+            &path,
+            &Policy::ALL,
+            &config,
+            &mut || Box::new(StandInSummarizer::default()),
+            "stand-in",
+        )
+    };
+    let first = replay();
+    let scratch = tempfile::tempdir().unwrap();
+    for _ in 0..20_000 {
+        // Names its transcript from the process-wide count; writes nothing.
+        whittle_context::Store::new(scratch.path());
+    }
+    let second = replay();
+    let compacted = first
+        .totals
+        .iter()
+        .map(|t| t.survival.compactions)
+        .sum::<u64>();
+    assert!(compacted > 0, "the window must make every policy compact");
+    for (a, b) in first.totals.iter().zip(&second.totals) {
+        assert_eq!(
+            (a.input_tokens, a.cache_read_tokens, a.cache_write_tokens),
+            (b.input_tokens, b.cache_read_tokens, b.cache_write_tokens),
+            "{}",
+            a.policy
+        );
+    }
+}
 
 #[test]
 fn replay_over_the_fixtures_keeps_the_invariants_and_adds_up() {

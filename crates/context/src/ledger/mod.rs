@@ -21,6 +21,7 @@ pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
 
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker, saved_path_text};
 use crate::message::{Block, Message, Role, ToolResult, ToolUse};
+use crate::path_tokens::{path_tokens, tool_input_strings};
 use crate::text::first_line;
 use crate::tool_names;
 use command_paths::command_paths;
@@ -226,26 +227,39 @@ impl Recorder {
     fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse) {
         self.tool_of.insert(call.id.clone(), call.name.clone());
         let input = &call.input;
-        if let Some(command) = shell_command(input) {
+        let used = if let Some(command) = shell_command(input) {
             let line = one_line_of(&command);
             if !line.is_empty() {
                 self.command_of
                     .insert(call.id.clone(), ledger.commands.len());
                 ledger.commands.push(CommandRun { line, exit: None });
             }
-            for path in command_paths(&command) {
-                ledger.touch(&path, &call.name, 1);
+            command_paths(&command)
+        } else {
+            if is_todo_tool(&call.name)
+                && let Some(items) = input.get("todos").and_then(Value::as_array)
+            {
+                ledger.todos = items.iter().filter_map(todo_line).collect();
             }
-            return;
+            input_paths(input)
+        };
+        for path in &used {
+            ledger.touch(path, &call.name, 1);
         }
-        if is_todo_tool(&call.name)
-            && let Some(items) = input.get("todos").and_then(Value::as_array)
-        {
-            ledger.todos = items.iter().filter_map(todo_line).collect();
-            return;
-        }
-        for path in input_paths(input) {
-            ledger.touch(&path, &call.name, 1);
+        // Paths the call only mentions (in a script, a heredoc, an option):
+        // listed too, so a later "which file was that?" finds them.
+        let mut strings = Vec::new();
+        tool_input_strings(input, &mut strings);
+        let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
+        mentioned.sort_unstable();
+        mentioned.dedup();
+        let label = format!("{} mention", call.name);
+        for path in mentioned {
+            // `s/old/new/`, a sed script, is not a file.
+            let sed_script = path.starts_with("s/") && path.matches('/').count() >= 3;
+            if !sed_script && !used.iter().any(|u| u == path) {
+                ledger.touch(path, &label, 1);
+            }
         }
     }
 

@@ -8,7 +8,10 @@
 //!   `uuid`, `cwd`, ...) are bookkeeping, not what the model saw, and are left out.
 //! - `isMeta` user events (skill bodies, command caveats, hook reminders) are
 //!   kept: Claude Code hides them from the person but sends them to the model.
-//!   The compaction summary (`isCompactSummary`) is kept the same way.
+//!   The compaction summary (`isCompactSummary`) is kept the same way. These
+//!   and the turns Claude Code writes without the flag (a background task's
+//!   notice, a slash command's output, an interruption) are listed in
+//!   [`Conversation::injected`]: they are not the person's words.
 //! - One API response is logged as several `assistant` events sharing
 //!   `message.id`, one block each, with the results of parallel tool calls
 //!   logged between them. Such events are merged into one message (blocks in
@@ -82,6 +85,9 @@ struct Reader {
     /// `message.id` and entry index of the newest assistant message, while
     /// only tool results have followed it.
     open: Option<(String, usize)>,
+    /// Whether Claude Code rebuilt its prompt since the last call; see
+    /// [`RecordedCall::prefix_rebuilt`].
+    rebuilt: bool,
 }
 
 /// Imports one Claude Code log; `id` names the main conversation.
@@ -229,7 +235,13 @@ fn read_event(
             let content = message_content(event)?;
             let only_results = matches!(&content, Content::Blocks(b)
                 if !b.is_empty() && b.iter().all(|b| matches!(b, Block::ToolResult(_))));
-            reader.draft.push(Role::User, content);
+            let opening = opening(&content);
+            reader.rebuilt |= PREFIX_REBUILT_AFTER.iter().any(|h| opening.starts_with(h));
+            if written_by_claude_code(event, &content) {
+                reader.draft.push_injected(Role::User, content);
+            } else {
+                reader.draft.push(Role::User, content);
+            }
             if !only_results {
                 reader.open = None;
             }
@@ -257,7 +269,10 @@ fn read_event(
             }
             let index = reader.draft.push(Role::Assistant, content);
             if let Some(entry) = reader.draft.entry_mut(index) {
-                entry.call = Some(recorded_call(event, requests));
+                entry.call = Some(RecordedCall {
+                    prefix_rebuilt: std::mem::take(&mut reader.rebuilt),
+                    ..recorded_call(event, requests)
+                });
             }
             reader.open = message_id.map(|id| (id.to_string(), index));
         }
@@ -279,6 +294,50 @@ fn read_event(
         _ => {}
     }
     Ok(())
+}
+
+/// How the user turns Claude Code writes itself begin (a background task's
+/// notice, a slash command's output, an interruption), when the event does
+/// not say so with `isMeta`.
+const HARNESS_OPENINGS: &[&str] = &[
+    "<task-notification>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "[Request interrupted by user",
+];
+
+/// The user turns after which Claude Code's next request no longer
+/// matched its cached prefix past the shared system prompt, in every case
+/// the shared traces hold (four): it rebuilt its tools or system text.
+const PREFIX_REBUILT_AFTER: &[&str] = &["<task-notification>", "<local-command-stdout>"];
+
+/// Whether a user event is Claude Code's own text rather than the person's.
+fn written_by_claude_code(event: &Map<String, Value>, content: &Content) -> bool {
+    let flag = |key: &str| event.get(key) == Some(&Value::Bool(true));
+    if flag("isMeta") || flag("isCompactSummary") {
+        return true;
+    }
+    let opening = opening(content);
+    HARNESS_OPENINGS.iter().any(|h| opening.starts_with(h))
+}
+
+/// The start of a user turn's first text.
+fn opening(content: &Content) -> &str {
+    let first_text = match content {
+        Content::Text(s) => s.as_str(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .unwrap_or(""),
+    };
+    first_text.trim_start()
 }
 
 /// What an assistant event says about the call that produced it.
@@ -319,6 +378,7 @@ fn recorded_call(event: &Map<String, Value>, requests: &Requests) -> RecordedCal
             .get("requestRef")
             .and_then(Value::as_str)
             .and_then(|id| requests.rebuild(id)),
+        prefix_rebuilt: false,
     }
 }
 

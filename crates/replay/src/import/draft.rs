@@ -32,6 +32,9 @@ pub(crate) struct Entry {
     marks: Vec<Mark>,
     /// What the recording says about the call that answered with this message.
     pub call: Option<RecordedCall>,
+    /// Whether the recording agent's harness wrote this user message, not
+    /// the person (or this importer, repairing).
+    injected: bool,
 }
 
 /// A conversation under construction.
@@ -50,6 +53,8 @@ pub(crate) struct Finished {
     pub boundaries: Vec<Boundary>,
     pub calls: Vec<RecordedCall>,
     pub repairs: usize,
+    /// Indices of the messages the harness wrote; see [`Draft::push_injected`].
+    pub injected: Vec<usize>,
 }
 
 impl Draft {
@@ -61,8 +66,20 @@ impl Draft {
             content,
             marks,
             call: None,
+            injected: false,
         });
         self.entries.len() - 1
+    }
+
+    /// Appends a message the recording agent's harness wrote (a reminder,
+    /// a format error, its own compaction summary): sent to the model, but
+    /// not the person's words, which survival probes look for.
+    pub fn push_injected(&mut self, role: Role, content: Content) -> usize {
+        let index = self.push(role, content);
+        if let Some(e) = self.entries.get_mut(index) {
+            e.injected = true;
+        }
+        index
     }
 
     /// Records a compaction: the next message pushed is the first after it.
@@ -107,7 +124,11 @@ impl Draft {
         let mut messages = Vec::with_capacity(entries.len());
         let mut boundaries = Vec::new();
         let mut calls = Vec::new();
+        let mut injected = Vec::new();
         for (index, e) in entries.into_iter().enumerate() {
+            if e.injected {
+                injected.push(index);
+            }
             boundaries.extend(e.marks.into_iter().map(|m| boundary(index, m)));
             calls.extend(e.call.map(|call| RecordedCall {
                 message: index,
@@ -122,16 +143,19 @@ impl Draft {
             boundaries,
             calls,
             repairs,
+            injected,
         }
     }
 }
 
+/// A message the repairs make: never the person's.
 fn entry(role: Role, content: Content) -> Entry {
     Entry {
         role,
         content,
         marks: Vec::new(),
         call: None,
+        injected: true,
     }
 }
 

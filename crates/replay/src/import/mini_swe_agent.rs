@@ -57,7 +57,7 @@ pub(crate) fn import(
         match role {
             Some("system") if draft.is_empty() => system.push(content),
             Some("system") => {
-                draft.push(Role::User, Content::Text(content.clone()));
+                draft.push_injected(Role::User, Content::Text(content.clone()));
             }
             Some("user") => match answered {
                 Some(call) => {
@@ -66,8 +66,13 @@ pub(crate) fn import(
                         Content::Blocks(vec![Block::tool_result(call, content.clone(), false)]),
                     );
                 }
-                None => {
+                // The task opens the trajectory; any later text is
+                // mini-swe-agent's own (a format error, a limit reached).
+                None if draft.is_empty() => {
                     draft.push(Role::User, Content::Text(content.clone()));
+                }
+                None => {
+                    draft.push_injected(Role::User, Content::Text(content.clone()));
                 }
             },
             Some("assistant") => match bash_blocks(content).as_slice() {

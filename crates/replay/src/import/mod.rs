@@ -63,6 +63,11 @@ pub struct Conversation {
     /// What the recording says about its model calls (time, model, billed
     /// usage, the exact request), in order; empty when it says nothing.
     pub calls: Vec<RecordedCall>,
+    /// Indices, ascending, of the user messages the recording agent's harness
+    /// wrote rather than the person (reminders, skill bodies, command output,
+    /// format errors, its own compaction summary) or that an importer's
+    /// repair made; survival probes do not take them for the person's words.
+    pub injected: Vec<usize>,
 }
 
 /// A compaction the recording agent performed (e.g. Claude Code's `/compact`).
@@ -290,6 +295,7 @@ fn import_whittle_session(
         compaction_boundaries: Vec::new(),
         repairs: 0,
         calls: Vec::new(),
+        injected: Vec::new(),
     }])
 }
 
@@ -366,6 +372,7 @@ fn finish(
         compaction_boundaries: finished.boundaries,
         repairs: finished.repairs,
         calls: finished.calls,
+        injected: finished.injected,
     })
 }
 

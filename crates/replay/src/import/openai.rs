@@ -55,7 +55,7 @@ pub(crate) fn import(
                 if draft.is_empty() {
                     system.push(text);
                 } else {
-                    draft.push(Role::User, Content::Text(text));
+                    draft.push_injected(Role::User, Content::Text(text));
                 }
             }
             Some("user") => {

@@ -22,7 +22,10 @@ pub fn fixtures() -> PathBuf {
 }
 
 /// Where the recorded sessions of `../shared/traces` (beside the repository)
-/// would be.
+/// would be; `WHITTLE_SHARED_TRACES` names them when the checkout is
+/// somewhere else (a worktree).
 pub fn shared_traces_dir() -> PathBuf {
-    package_dir().join("../../../shared/traces")
+    std::env::var_os("WHITTLE_SHARED_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| package_dir().join("../../../shared/traces"))
 }
