@@ -16,7 +16,7 @@ mod summarizer;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Approval, Approver, COMPACT_ACK, ContextBreakdown,
-    DenyAsks, EventSink, MeterChoice, Resumed, TurnOutcome, UsageMeter, UsageTotals,
+    DenyAsks, EventSink, MeterChoice, Resumed, TurnOutcome, Uncompacted, UsageMeter, UsageTotals,
 };
 pub use builtin::{CompactTool, TaskTool};
 pub use environment::environment_block;

@@ -19,8 +19,8 @@ use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
-use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
-use whittle_context::collapse_whitespace;
+use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, Uncompacted, list_sessions};
+use whittle_context::{collapse_whitespace, group_digits};
 use whittle_mcp::Installation;
 
 /// The prompt.
@@ -293,6 +293,25 @@ fn slash(
                 Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
             }
         }
+        SlashCommand::Uncompact => match agent.uncompact() {
+            Ok(Uncompacted::Restored {
+                messages,
+                size,
+                unit,
+            }) => out_line(&format!(
+                "restored the conversation as it was before the last compaction: {messages} messages, {} {}",
+                group_digits(size),
+                unit.as_str()
+            )),
+            Ok(Uncompacted::TooBig { size, limit, unit }) => out_line(&format!(
+                "not restored: before the last compaction the conversation was {} {u}, above the compaction limit of {} {u}, so it would be compacted again at once",
+                group_digits(size),
+                group_digits(limit),
+                u = unit.as_str()
+            )),
+            Ok(_) => out_line("nothing to undo: no summary or snip since the session started"),
+            Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
+        },
         SlashCommand::Unknown(name) => {
             out_line(&format!(
                 "unknown command /{name}; /help lists the commands"

@@ -14,6 +14,8 @@ use whittle_llm::Prices;
 pub enum SlashCommand {
     /// `/compact [focus]`.
     Compact(Option<String>),
+    /// `/uncompact`.
+    Uncompact,
     /// `/context`.
     Context,
     /// `/cost`.
@@ -42,6 +44,7 @@ impl SlashCommand {
         };
         Some(match name {
             "compact" => SlashCommand::Compact(arg.map(str::to_string)),
+            "uncompact" => SlashCommand::Uncompact,
             "context" => SlashCommand::Context,
             "cost" => SlashCommand::Cost,
             "clear" => SlashCommand::Clear,
@@ -58,6 +61,7 @@ impl SlashCommand {
 pub const HELP: &str = "\
 Commands:
   /compact [focus]  summarize the conversation now (the focus says what to keep in detail)
+  /uncompact        undo the last summary or snip (when the conversation then fits)
   /context          what fills the context window, by kind
   /cost             tokens used in this session and the estimated cost
   /clear            start over with an empty conversation (the session log keeps it all)

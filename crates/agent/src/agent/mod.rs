@@ -12,6 +12,7 @@ mod error;
 mod events;
 mod tool_dispatch;
 mod turn;
+mod uncompact;
 mod usage;
 
 pub use approval::{Approval, Approver, DenyAsks};
@@ -21,6 +22,7 @@ pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
 pub use tool_dispatch::COMPACT_ACK;
 pub use turn::TurnOutcome;
+pub use uncompact::Uncompacted;
 
 pub use usage::{UsageMeter, UsageTotals};
 

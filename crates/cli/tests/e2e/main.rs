@@ -13,6 +13,7 @@ mod config;
 mod escapes;
 mod experiments;
 mod interrupts;
+mod ledger;
 mod mcp;
 mod normal_work;
 mod output;

@@ -162,6 +162,10 @@ pub struct SessionState {
     /// Saved outputs the log refers to that are missing or changed, one line
     /// each, for the person resuming; the history says so where they were.
     pub problems: Vec<String>,
+    /// The history just before the last summary or snip, then every message
+    /// appended since: what undoing that compaction gives back (`None`
+    /// when there was none since the start or the last clear).
+    pub before_last_compaction: Option<Vec<Message>>,
 }
 
 /// Why a session log could not be read.
@@ -197,6 +201,10 @@ pub enum SessionError {
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
+
+/// The step name of the compaction record `/uncompact` writes: it undoes
+/// the last summary or snip, and leaves none to undo after it.
+pub const UNCOMPACT_STEP: &str = "uncompact";
 
 /// Reads a session log. A last line cut by a crash is ignored.
 pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
@@ -254,10 +262,14 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 output_refs::restore(&mut one, &refs, &root, &mut state.problems);
                 let [message] = one;
                 state.original.push(message.clone());
+                if let Some(before) = &mut state.before_last_compaction {
+                    before.push(message.clone());
+                }
                 state.history.push(message);
             }
             SessionRecord::Archived { count } => state.archived = count,
             SessionRecord::Compaction {
+                step,
                 from,
                 keep_last,
                 mut messages,
@@ -286,11 +298,20 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                         ),
                     });
                 }
+                if ["compact_history", "reactive_compact", "snip_compact"]
+                    .iter()
+                    .any(|s| step.split('+').any(|part| part == *s))
+                {
+                    state.before_last_compaction = Some(state.history.clone());
+                }
                 let tail = state.history.split_off(state.history.len() - keep_last);
                 state.history.truncate(from);
                 state.history.extend(messages);
                 state.history.extend(tail);
                 state.archived = archived.unwrap_or(0);
+                if step == UNCOMPACT_STEP {
+                    state.before_last_compaction = None;
+                }
             }
             SessionRecord::Usage {
                 input_tokens,
@@ -311,6 +332,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
             SessionRecord::Clear => {
                 state.history.clear();
                 state.archived = 0;
+                state.before_last_compaction = None;
             }
         }
     }
@@ -322,6 +344,9 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
     state.archived = state.archived.min(state.history.len());
     state.repairs = repair_unanswered(&mut state.history);
     repair_unanswered(&mut state.original);
+    if let Some(before) = &mut state.before_last_compaction {
+        repair_unanswered(before);
+    }
     Ok(state)
 }
 
