@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde::ser::SerializeStruct;
 use std::collections::{BTreeSet, HashMap};
 use whittle_context::{
-    Block, History, LEDGER_CLOSE, LEDGER_OPEN, Message, Role, collapse_whitespace, path_tokens,
-    prefix_chars, tool_input_strings,
+    Block, History, Message, Role, collapse_whitespace, ledger_section, path_tokens, prefix_chars,
+    tool_input_strings,
 };
 
 /// Characters of a command's first line a probe keeps.
@@ -144,27 +144,17 @@ pub fn context_text(system: Option<&str>, messages: &[Message]) -> String {
     collapse_whitespace(&text)
 }
 
-/// Characters of the state ledger sections in `messages`: the text between
-/// a line [`LEDGER_OPEN`] and the next line [`LEDGER_CLOSE`].
+/// Characters of the state ledgers the compaction markers in `messages`
+/// carry (read as the pipeline writes them: [`ledger_section`]).
 pub fn ledger_chars<'a>(messages: impl IntoIterator<Item = &'a Message>) -> usize {
-    let mut chars = 0;
-    for m in messages {
-        let mut text = String::new();
-        message_text(m, &mut text);
-        let mut inside: Option<usize> = None;
-        for line in text.lines() {
-            match inside {
-                None if line.trim_end() == LEDGER_OPEN => inside = Some(0),
-                Some(n) if line.trim_end() == LEDGER_CLOSE => {
-                    chars += n;
-                    inside = None;
-                }
-                Some(n) => inside = Some(n + line.chars().count() + 1),
-                None => {}
-            }
-        }
-    }
-    chars
+    messages
+        .into_iter()
+        .filter(|m| m.role() == Role::User)
+        .filter_map(|m| match m.content() {
+            whittle_context::Content::Text(text) => ledger_section(text).map(|s| s.chars().count()),
+            whittle_context::Content::Blocks(_) => None,
+        })
+        .sum()
 }
 
 /// How many probes of one kind were looked for, and how many were found.
@@ -396,6 +386,7 @@ pub fn recorded_survival(c: &Conversation) -> Option<Survival> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use whittle_context::{LEDGER_CLOSE, LEDGER_OPEN};
 
     fn bash(command: &str) -> Message {
         Message::assistant_blocks(vec![Block::tool_use(
@@ -491,7 +482,7 @@ mod tests {
     #[test]
     fn the_ledger_is_the_text_between_its_marker_lines() {
         let with = Message::user(format!(
-            "[Compacted]\nsummary\n{LEDGER_OPEN}\nfiles: a.rs\ncommands: ls\n{LEDGER_CLOSE}\nmore"
+            "[Compacted]\nsummary\n{LEDGER_OPEN}\nfiles: a.rs\ncommands: ls\n{LEDGER_CLOSE}"
         ));
         assert_eq!(
             ledger_chars([&with]),
@@ -499,6 +490,13 @@ mod tests {
         );
         assert_eq!(
             ledger_chars([&Message::user("no ledger <state-ledger>")]),
+            0
+        );
+        // Not at the end of a compaction marker: not a ledger.
+        assert_eq!(
+            ledger_chars([&Message::user(format!(
+                "hi\n{LEDGER_OPEN}\nx\n{LEDGER_CLOSE}"
+            ))]),
             0
         );
         // Unclosed: not a ledger.
@@ -526,7 +524,7 @@ mod tests {
         history.mark();
         // A compaction keeps the newest message behind a summary with a ledger.
         let summary = Message::user(format!(
-            "[Compacted] Implement the parser\n{LEDGER_OPEN}\ncat src/parse.rs\n{LEDGER_CLOSE}"
+            "[Compacted]\nImplement the parser\n{LEDGER_OPEN}\ncat src/parse.rs\n{LEDGER_CLOSE}"
         ));
         history.replace_all(vec![summary, messages[4].clone()]);
         let mut s = Survival::default();

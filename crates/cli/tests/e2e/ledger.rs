@@ -74,7 +74,13 @@ fn a_bland_summary_keeps_what_the_person_said_and_recall_finds_the_rest() {
     );
     assert_success(&out);
     let requests = h.requests();
-    assert_eq!(requests.len(), 10, "{}\n{}", stdout(&out), crate::stderr(&out));
+    assert_eq!(
+        requests.len(),
+        10,
+        "{}\n{}",
+        stdout(&out),
+        crate::stderr(&out)
+    );
 
     // The first request after the summary: one [Compacted] message whose
     // ledger has all three messages and the three files.
