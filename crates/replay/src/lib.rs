@@ -54,5 +54,7 @@ pub use import::{
 pub use paths::replay_paths;
 pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
-pub use report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
+pub use report::{
+    AppliedStep, ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary,
+};
 pub use stand_in::StandInSummarizer;

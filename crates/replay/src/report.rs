@@ -58,6 +58,30 @@ pub struct ReplayReport {
     pub pipeline_us_by_call: Vec<u64>,
     /// Calls measured as the recording logged them, not rebuilt from messages.
     pub exact_requests: u64,
+    /// The request of each call in call order, in tokens: the curve a
+    /// report draws. Not in JSON (one per call).
+    #[serde(skip)]
+    pub tokens_by_call: Vec<u64>,
+    /// Every step that changed the history, in order, with the call it ran
+    /// before: where a report marks the curve. Not in JSON (one per step).
+    #[serde(skip)]
+    pub applied_steps: Vec<AppliedStep>,
+    /// Where the policy starts compacting, in tokens of this conversation
+    /// (`None`: it never compacts on size).
+    #[serde(skip)]
+    pub compaction_limit_tokens: Option<u64>,
+}
+
+/// One step that changed the history during a replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedStep {
+    /// The call (0-based) the step ran before.
+    pub call: u64,
+    /// The step's key in [`ReplayReport::steps`].
+    pub step: String,
+    /// Its report line (`212k -> 9k tokens (micro_compact, 4 changed)`),
+    /// paths relative to the scratch store.
+    pub line: String,
 }
 
 impl ReplayReport {
