@@ -164,7 +164,10 @@ fn replay(
     summarizer: &mut dyn Summarizer,
     store_dir: &Path,
 ) -> ReplayReport {
-    let store = Store::new(store_dir);
+    // One fixed name in a fresh folder: placeholders quote the transcript's
+    // path, and a name with the time and process id in it would make the
+    // sizes, so the costs, differ from run to run.
+    let store = Store::with_transcript_name(store_dir, "transcript");
     // Everything a request carries besides the messages.
     let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
     let mut compactor = match policy {
@@ -284,7 +287,7 @@ fn replay(
                 report.applied_steps.push(AppliedStep {
                     call: report.calls,
                     step: COLD_TIDY.to_string(),
-                    line: r.describe(Some(store_dir)),
+                    line: scratch_free_line(&r),
                 });
             }
         }
@@ -321,7 +324,7 @@ fn replay(
             report.applied_steps.push(AppliedStep {
                 call: report.calls,
                 step,
-                line: r.describe(Some(store_dir)),
+                line: scratch_free_line(&r),
             });
         }
 
@@ -408,6 +411,16 @@ fn replay(
     report.pipeline_us_max = times.last().copied().unwrap_or(0);
     report.pipeline_us_total = times.iter().sum();
     report
+}
+
+/// A step's report line without the files it wrote: they were in a scratch
+/// store, gone when the replay ends, and named by time and process.
+fn scratch_free_line(r: &StepReport) -> String {
+    StepReport {
+        paths: Vec::new(),
+        ..r.clone()
+    }
+    .describe(None)
 }
 
 /// The step key under which cold-cache tidying is counted.

@@ -80,7 +80,7 @@ pub struct AppliedStep {
     /// The step's key in [`ReplayReport::steps`].
     pub step: String,
     /// Its report line (`212k -> 9k tokens (micro_compact, 4 changed)`),
-    /// paths relative to the scratch store.
+    /// without the scratch store's paths.
     pub line: String,
 }
 

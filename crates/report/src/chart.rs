@@ -68,10 +68,12 @@ fn draw_axes<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     y_label: &dyn Fn(&f64) -> String,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let calls = chart.x_range().end.round() as usize + 1;
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(6)
+        // No more labels than calls: three calls would read "0 1 1 2 2".
+        .x_labels(calls.min(6))
         .y_labels(4)
         .x_label_formatter(&|x| format!("{}", x.round() as u64))
         .y_label_formatter(y_label)
@@ -112,8 +114,9 @@ pub fn context_chart(curve: &ContextCurve<'_>) -> Result<String, ReportError> {
                 .map_err(err)?;
         }
         if let Some(l) = curve.limit {
+            // Solid: plotters draws a dashed line as one element per dash.
             chart
-                .draw_series(DashedLineSeries::new(level(l), 4, 3, LIMIT.stroke_width(1)))
+                .draw_series(LineSeries::new(level(l), LIMIT.stroke_width(1)))
                 .map_err(err)?;
         }
         chart

@@ -21,6 +21,13 @@ pub struct ContextBreakdown {
     pub window: u64,
 }
 
+impl ContextBreakdown {
+    /// Everything the next request carries.
+    pub fn used(&self) -> u64 {
+        self.system + self.tools + self.messages + self.tool_results
+    }
+}
+
 impl Agent {
     /// What fills the context, for `/context`.
     pub fn context_breakdown(&self) -> ContextBreakdown {

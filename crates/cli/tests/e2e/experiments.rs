@@ -1,8 +1,8 @@
 //! The seed's three experiments, with `--preset teaching`.
 
 use crate::{
-    Harness, assert_success, saved_placeholder_path, stderr, stdout, strip_cache_control,
-    tool_result, walk, write_lines,
+    Harness, assert_success, five_files_to_read, saved_placeholder_path, stderr, stdout,
+    strip_cache_control, tool_result, walk, write_lines,
 };
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -11,19 +11,7 @@ use testkit::{Reply, Step, content_text};
 #[test]
 fn experiment_1_earlier_results_become_saved_placeholders() {
     let h = Harness::new();
-    for i in 1..=5 {
-        write_lines(
-            &h.ws().join(format!("f{i}.txt")),
-            &format!("f{i}"),
-            110,
-            100,
-        );
-        h.server.push(Reply::tool_use(
-            format!("r{i}"),
-            "read_file",
-            json!({"path": format!("f{i}.txt")}),
-        ));
-    }
+    five_files_to_read(&h);
     h.server
         .push(Reply::text("All five READMEs use numbered headings."));
     let out = h.run(&[
