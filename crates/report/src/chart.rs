@@ -19,6 +19,9 @@ const WIDTH: u32 = 520;
 /// Height of a context chart, in pixels.
 const HEIGHT: u32 = 150;
 
+/// How far above the curve and the limit the window may be and still be drawn.
+const WINDOW_HEADROOM: u64 = 3;
+
 const CURVE: RGBColor = RGBColor(31, 119, 180);
 const WINDOW: RGBColor = RGBColor(214, 39, 40);
 const LIMIT: RGBColor = RGBColor(255, 127, 14);
@@ -42,7 +45,8 @@ pub struct ContextCurve<'a> {
     pub name: &'a str,
     /// Context tokens of each call, in call order.
     pub tokens: &'a [u64],
-    /// The model's window, drawn as a red line.
+    /// The model's window, drawn as a red line (unless it is more than
+    /// three times above the curve and the limit).
     pub window: Option<u64>,
     /// Where compaction starts, drawn as a dashed orange line.
     pub limit: Option<u64>,
@@ -88,12 +92,13 @@ pub fn context_chart(curve: &ContextCurve<'_>) -> Result<String, ReportError> {
     let err = |e: DrawingAreaErrorKind<_>| chart_error(name, e);
     let calls = curve.tokens.len();
     let x_max = calls.saturating_sub(1).max(1) as f64;
-    let y_max = curve
-        .y_max
-        .max(curve.window.unwrap_or(0))
-        .max(curve.limit.unwrap_or(0))
-        .max(1) as f64
-        * 1.05;
+    // A window far above everything else would flatten the curve to its
+    // axis: then it is left off (the page says the window in words).
+    let below = curve.y_max.max(curve.limit.unwrap_or(0)).max(1);
+    let window = curve
+        .window
+        .filter(|&w| w <= below.saturating_mul(WINDOW_HEADROOM));
+    let y_max = below.max(window.unwrap_or(0)) as f64 * 1.05;
     let marked: Vec<u64> = curve.markers.iter().map(|m| m.call).collect();
     let kept = downsample(curve.tokens, &marked);
     let mut svg = String::new();
@@ -108,7 +113,7 @@ pub fn context_chart(curve: &ContextCurve<'_>) -> Result<String, ReportError> {
             .map_err(err)?;
         draw_axes(&mut chart, &|y| abbreviate_count(y.round() as u64)).map_err(err)?;
         let level = |v: u64| [(0.0, v as f64), (x_max, v as f64)];
-        if let Some(w) = curve.window {
+        if let Some(w) = window {
             chart
                 .draw_series(LineSeries::new(level(w), WINDOW.stroke_width(1)))
                 .map_err(err)?;
@@ -200,7 +205,7 @@ pub fn cost_bars(costs: &[(String, f64)]) -> Result<String, ReportError> {
             .configure_mesh()
             .disable_mesh()
             .x_labels(5)
-            .x_label_formatter(&|x| format!("${x:.2}"))
+            .x_label_formatter(&|x| dollars(*x, top))
             .y_label_formatter(&|y| match y {
                 SegmentValue::CenterOf(i) => {
                     costs.get(*i).map(|(p, _)| p.clone()).unwrap_or_default()
@@ -227,7 +232,7 @@ pub fn cost_bars(costs: &[(String, f64)]) -> Result<String, ReportError> {
         chart
             .draw_series(costs.iter().enumerate().map(|(i, (_, cost))| {
                 Text::new(
-                    format!(" ${cost:.2}"),
+                    format!(" {}", dollars(*cost, top)),
                     (cost.max(0.0), SegmentValue::CenterOf(i)),
                     label_font(),
                 )
@@ -238,14 +243,25 @@ pub fn cost_bars(costs: &[(String, f64)]) -> Result<String, ReportError> {
     Ok(svg)
 }
 
+/// `x` in dollars with the decimals a scale up to `top` needs to tell its
+/// ticks apart.
+fn dollars(x: f64, top: f64) -> String {
+    let decimals = match top {
+        t if t < 0.1 => 4,
+        t if t < 1.0 => 3,
+        _ => 2,
+    };
+    format!("${x:.decimals$}")
+}
+
 /// Dollars spent so far, after each call.
-pub fn cumulative_cost(name: &str, dollars: &[f64]) -> Result<String, ReportError> {
+pub fn cumulative_cost(name: &str, spent: &[f64]) -> Result<String, ReportError> {
     let err = |e: DrawingAreaErrorKind<_>| chart_error(name, e);
-    let x_max = dollars.len().saturating_sub(1).max(1) as f64;
+    let x_max = spent.len().saturating_sub(1).max(1) as f64;
     // In micro-dollars, for the downsampler's integer peaks.
-    let micro: Vec<u64> = dollars.iter().map(|d| (d * 1e6).max(0.0) as u64).collect();
+    let micro: Vec<u64> = spent.iter().map(|d| (d * 1e6).max(0.0) as u64).collect();
     let kept = downsample(&micro, &[]);
-    let top = dollars
+    let top = spent
         .last()
         .copied()
         .filter(|d| d.is_finite())
@@ -262,10 +278,10 @@ pub fn cumulative_cost(name: &str, dollars: &[f64]) -> Result<String, ReportErro
             .y_label_area_size(50)
             .build_cartesian_2d(0f64..x_max, 0f64..top)
             .map_err(err)?;
-        draw_axes(&mut chart, &|y| format!("${y:.3}")).map_err(err)?;
+        draw_axes(&mut chart, &|y| dollars(*y, top)).map_err(err)?;
         chart
             .draw_series(LineSeries::new(
-                kept.iter().map(|&i| (i as f64, dollars[i])),
+                kept.iter().map(|&i| (i as f64, spent[i])),
                 BAR.stroke_width(1),
             ))
             .map_err(err)?;
