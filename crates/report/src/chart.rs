@@ -77,8 +77,8 @@ fn draw_axes<DB: DrawingBackend>(
         .configure_mesh()
         .disable_mesh()
         // No more labels than calls: three calls would read "0 1 1 2 2".
-        .x_labels(calls.min(6))
-        .y_labels(4)
+        .x_labels(calls.min(5))
+        .y_labels(3)
         .x_label_formatter(&|x| format!("{}", x.round() as u64))
         .y_label_formatter(y_label)
         .label_style(label_font())
@@ -141,7 +141,13 @@ pub fn context_chart(curve: &ContextCurve<'_>) -> Result<String, ReportError> {
         }
         root.present().map_err(err)?;
     }
-    Ok(with_markers(svg, &placed))
+    Ok(with_markers(lighter(svg), &placed))
+}
+
+/// `svg` without what plotters writes on every element that says only the
+/// default (full opacity): a tenth of a page of small multiples.
+fn lighter(svg: String) -> String {
+    svg.replace(" opacity=\"1\"", "")
 }
 
 /// `svg` with a hoverable circle per marker before its end.
@@ -149,9 +155,8 @@ fn with_markers(mut svg: String, placed: &[((i32, i32), &Marker)]) -> String {
     let mut group = String::from("<g class=\"markers\">");
     for ((x, y), m) in placed {
         group.push_str(&format!(
-            "<circle class=\"step-marker s-{}\" data-call=\"{}\" cx=\"{x}\" cy=\"{y}\" r=\"3\"><title>{}</title></circle>",
+            "<circle class=\"step-marker s-{}\" cx=\"{x}\" cy=\"{y}\" r=\"3\"><title>{}</title></circle>",
             escape_xml(&m.step),
-            m.call,
             escape_xml(&m.label)
         ));
     }
@@ -240,7 +245,7 @@ pub fn cost_bars(costs: &[(String, f64)]) -> Result<String, ReportError> {
             .map_err(err)?;
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    Ok(lighter(svg))
 }
 
 /// `x` in dollars with the decimals a scale up to `top` needs to tell its
@@ -287,5 +292,5 @@ pub fn cumulative_cost(name: &str, spent: &[f64]) -> Result<String, ReportError>
             .map_err(err)?;
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    Ok(lighter(svg))
 }
