@@ -35,7 +35,7 @@ Examples:
   whittle --model openai:gpt-5              use an OpenAI model
   whittle --preset teaching                 tiny character limits: watch every compaction step
   whittle replay ~/.claude/projects/myproj  measure compaction policies on recorded sessions
-  whittle report .whittle/sessions -o r.html   the same as a page: charts of every context
+  whittle report .whittle/sessions          the same as an HTML page of charts (report.html)
 
 Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
   anthropic:NAME   Anthropic API; needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
