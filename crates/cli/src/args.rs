@@ -35,6 +35,7 @@ Examples:
   whittle --model openai:gpt-5              use an OpenAI model
   whittle --preset teaching                 tiny character limits: watch every compaction step
   whittle replay ~/.claude/projects/myproj  measure compaction policies on recorded sessions
+  whittle report .whittle/sessions          the same as an HTML page of charts (report.html)
 
 Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
   anthropic:NAME   Anthropic API; needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
@@ -46,7 +47,7 @@ Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
 Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.toml
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
-auto_compact_fraction, reserved_output_tokens, thinking, effort, [[hooks]],
+auto_compact_fraction, reserved_output_tokens, thinking, effort, status_line, [[hooks]],
 [models.\"NAME\"], [sandbox] (mode, network, writable_roots, read_roots,
 hide_env), [mcp_servers.NAME] (see `whittle mcp --help`) and mcp_schema_share.
 
@@ -67,8 +68,11 @@ REPL asks, or pass --trust-project.
 Project instructions: AGENTS.md (or CLAUDE.md) in each folder from the git root
 down to the workspace, then ~/.config/whittle/AGENTS.md, go into the system prompt.
 
-In the REPL: /help lists the slash commands (/compact, /context, /cost, /clear,
-/sessions, /sandbox, /quit). Ctrl-C stops the running turn, Ctrl-D quits.
+In the REPL: /help lists the slash commands (/compact, /context, /cost, /report,
+/clear, /sessions, /sandbox, /quit). After each turn a dim status line shows the
+context used (tokens and % of the window, with the compaction threshold), the
+session's cost and the compaction of that turn, if any (--no-status or
+status_line = false turns it off). Ctrl-C stops the running turn, Ctrl-D quits.
 
 Exit status of -p: 0 done, 1 error, 2 bad usage, 3 out of turns (--max-turns),
 4 blocked by a hook, 130 cancelled.";
@@ -171,6 +175,10 @@ pub struct AgentArgs {
     /// Continue the session with this id (or id prefix; see /sessions).
     #[arg(short = 'r', long, value_name = "ID")]
     pub resume: Option<String>,
+
+    /// No status line after each REPL turn (config: status_line = false).
+    #[arg(long)]
+    pub no_status: bool,
 }
 
 /// How `-p` prints its outcome.
@@ -245,6 +253,24 @@ Examples:
 A prices file (TOML or JSON) may set input, output (dollars per million
 tokens), cache_write_multiplier and cache_read_multiplier.")]
     Replay(ReplayArgs),
+
+    /// Replay recorded sessions like `whittle replay` and write what it
+    /// measured as one self-contained HTML page: the policies side by side,
+    /// cost bars, per conversation a chart of context tokens per call for
+    /// each policy with the window, the compaction limit and every step
+    /// marked, a sortable table, worst conversations first. whittle's own
+    /// session logs also get a chart of their real usage, cumulative cost and
+    /// a timeline of compactions with links to what each one saved.
+    #[command(after_help = "\
+Examples:
+  whittle report .whittle/sessions                  writes report.html
+  whittle report -o traces.html --window-tokens 32000 ~/.claude/projects/myproj
+  whittle replay --html traces.html traces/         the same, with the table too
+
+The page needs no network: CSS, SVG charts and a little JavaScript are inline.
+Hover a marker for the step's report line; click a column to sort the table.
+In the REPL, /report writes the current session's page into .whittle/reports/.")]
+    Report(ReportArgs),
 
     /// Manage the embedded local model.
     #[command(subcommand)]
@@ -346,6 +372,34 @@ pub struct SandboxCheckArgs {
 /// `whittle replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
+    /// What to replay and how.
+    #[command(flatten)]
+    pub options: ReplayOptions,
+
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the report as an HTML page to FILE (as `whittle report`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `whittle report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// What to replay and how.
+    #[command(flatten)]
+    pub options: ReplayOptions,
+
+    /// Where to write the page.
+    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+    pub output: PathBuf,
+}
+
+/// What `whittle replay` and `whittle report` replay, and how.
+#[derive(Debug, Args)]
+pub struct ReplayOptions {
     /// Recorded sessions: files or folders (searched recursively).
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
@@ -363,10 +417,6 @@ pub struct ReplayArgs {
     /// cache_write_multiplier, cache_read_multiplier).
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
-
-    /// Print the report as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
 
     /// Make summaries with this model (PROVIDER:NAME) instead of the
     /// fixed-size stand-in.

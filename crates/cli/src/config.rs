@@ -68,6 +68,8 @@ pub struct FileConfig {
     pub mcp_servers: BTreeMap<String, ServerEntry>,
     /// Share of the window the MCP tool definitions may take (default 0.1).
     pub mcp_schema_share: Option<f64>,
+    /// The REPL's line after each turn (default: on).
+    pub status_line: Option<bool>,
     /// `[sandbox]`: how commands are confined.
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -160,6 +162,8 @@ pub struct Settings {
     pub withheld: Option<Widening>,
     /// How commands are confined.
     pub sandbox: SandboxSettings,
+    /// Whether the REPL prints its status line after each turn.
+    pub status_line: bool,
 }
 
 impl Settings {
@@ -354,6 +358,7 @@ pub fn resolve(
         files: Vec::new(),
         withheld: None,
         sandbox: SandboxSettings::default(),
+        status_line: true,
     };
     let home = env("HOME").filter(|h| h.starts_with('/'));
     let expand = |root: &str| -> anyhow::Result<PathBuf> {
@@ -399,6 +404,9 @@ pub fn resolve(
         }
         if let Some(e) = c.effort {
             s.reasoning.effort = Some(e);
+        }
+        if let Some(on) = c.status_line {
+            s.status_line = on;
         }
         if let Some(m) = c.sandbox.mode {
             s.sandbox.mode = m;
@@ -450,6 +458,9 @@ pub fn resolve(
     }
     if let Some(e) = args.effort {
         s.reasoning.effort = Some(e);
+    }
+    if args.no_status {
+        s.status_line = false;
     }
     if s.max_turns == 0 {
         bail!("max_turns must be at least 1");
@@ -564,6 +575,22 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
         assert_eq!(configs[0].tool_timeout, std::time::Duration::from_secs(120));
         let defaults = resolve("/w".into(), vec![], &AgentArgs::default(), &no_env).unwrap();
         assert_eq!(defaults.mcp_schema_share, DEFAULT_MCP_SCHEMA_SHARE);
+    }
+
+    #[test]
+    fn the_status_line_is_on_unless_a_file_or_the_flag_turns_it_off() {
+        let on = resolve("/w".into(), Vec::new(), &AgentArgs::default(), &no_env).unwrap();
+        assert!(on.status_line);
+        let off = layer("/u/config.toml", "status_line = false");
+        let s = resolve("/w".into(), vec![off], &AgentArgs::default(), &no_env).unwrap();
+        assert!(!s.status_line);
+        let back_on = layer("/w/.whittle/config.toml", "status_line = true");
+        let args = AgentArgs {
+            no_status: true,
+            ..AgentArgs::default()
+        };
+        let s = resolve("/w".into(), vec![back_on], &args, &no_env).unwrap();
+        assert!(!s.status_line, "the flag wins");
     }
 
     #[test]

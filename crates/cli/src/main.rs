@@ -14,10 +14,12 @@ mod render;
 mod repl;
 mod replay_cmd;
 mod replay_table;
+mod report_cmd;
 mod sandbox_check;
 mod sandboxing;
 mod setup;
 mod slash;
+mod status_line;
 mod style;
 mod trust;
 
@@ -59,6 +61,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Replay(args)) => {
             let rt = runtime()?;
             return replay_cmd::run(&args, &env, rt.handle());
+        }
+        Some(Command::Report(args)) => {
+            let rt = runtime()?;
+            return report_cmd::run(&args, &env, rt.handle());
         }
         Some(Command::Sandbox(SandboxCommand::Check(args))) => {
             return sandbox_check::run(&args, &env);

@@ -93,6 +93,9 @@ pub struct Renderer {
     /// The warning the agent sends after a failed compaction step, which
     /// that step's own line already says.
     said_failure: Option<String>,
+    /// The last compaction that changed the history since the status line
+    /// last asked.
+    turn_compaction: Option<String>,
 }
 
 impl Renderer {
@@ -108,6 +111,7 @@ impl Renderer {
             waiting: false,
             show_text,
             said_failure: None,
+            turn_compaction: None,
         }
     }
 
@@ -141,6 +145,12 @@ impl Renderer {
         if self.waiting {
             self.spinner.start("thinking");
         }
+    }
+
+    /// The last compaction that changed the history since the last call,
+    /// as its report line.
+    pub fn take_turn_compaction(&mut self) -> Option<String> {
+        self.turn_compaction.take()
     }
 
     /// The dim line for a compaction step.
@@ -190,6 +200,9 @@ impl EventSink for Renderer {
             AgentEvent::Compaction(report) => {
                 if let Outcome::Failed(why) = &report.outcome {
                     self.said_failure = Some(format!("{} failed: {why}", report.step.as_str()));
+                }
+                if report.applied() {
+                    self.turn_compaction = Some(report.describe(Some(&self.workspace)));
                 }
                 let line = self.err.dim(&self.compaction_line(&report));
                 self.line(&line);

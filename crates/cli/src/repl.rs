@@ -12,6 +12,7 @@ use crate::mcp_cmd::{self, Progress};
 use crate::render::{Renderer, out_line};
 use crate::setup::{self, Session};
 use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
+use crate::status_line::status_line;
 use crate::style::Style;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -204,6 +205,7 @@ pub fn run(
             renderer.error(&collapse_whitespace(&format!("{e:#}")));
             continue;
         }
+        renderer.take_turn_compaction();
         let outcome = rt.block_on(run_turn(&mut session.agent, &text, &mut renderer, &slot));
         renderer.end_text();
         match outcome {
@@ -228,9 +230,28 @@ pub fn run(
             }
             Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
         }
+        if settings.status_line {
+            let compaction = renderer.take_turn_compaction();
+            let line = status_line(
+                &session.agent.context_breakdown(),
+                meter_unit(session.agent.config().meter),
+                session.agent.usage().cost_usd(&session.prices()),
+                compaction.as_deref(),
+            );
+            let line = err_style.dim(&line);
+            renderer.line(&line);
+        }
     }
     rt.block_on(mcp.stop());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The unit sizes are measured in.
+fn meter_unit(meter: MeterChoice) -> &'static str {
+    match meter {
+        MeterChoice::Chars => "chars",
+        MeterChoice::Tokens => "tokens",
+    }
 }
 
 fn slash(
@@ -247,13 +268,17 @@ fn slash(
         SlashCommand::Quit => return Flow::Quit,
         SlashCommand::Help => out_line(HELP),
         SlashCommand::Context => {
-            let unit = match agent.config().meter {
-                MeterChoice::Chars => "chars",
-                MeterChoice::Tokens => "tokens",
-            };
+            let unit = meter_unit(agent.config().meter);
             out_line(&render_context(&agent.context_breakdown(), unit, out));
         }
         SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &session.prices())),
+        SlashCommand::Report => {
+            let prices = session.prices();
+            match crate::report_cmd::write_session_page(&session.agent, prices, settings) {
+                Ok(path) => out_line(&path.display().to_string()),
+                Err(e) => renderer.error(&collapse_whitespace(&format!("{e:#}"))),
+            }
+        }
         SlashCommand::Clear => match agent.clear() {
             Ok(()) => out_line("conversation cleared (the session log keeps everything)"),
             Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),

@@ -1,6 +1,6 @@
 //! `whittle replay`: recorded sessions through compaction policies, side by side.
 
-use crate::args::ReplayArgs;
+use crate::args::{ReplayArgs, ReplayOptions};
 use crate::config::{Env, resolve};
 use crate::providers::build_provider;
 use crate::render::{err_line, out_line};
@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 use whittle_agent::ProviderSummarizer;
 use whittle_context::{SummarizeError, Summarizer, SummaryInput};
 use whittle_llm::{ModelSpec, Prices};
-use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_paths};
+use whittle_replay::{Policy, ReplayConfig, ReplaySummary, StandInSummarizer, replay_paths};
 
 /// Output tokens a replay summary may use.
 const SUMMARY_MAX_TOKENS: u32 = 4_096;
@@ -87,9 +87,40 @@ impl Summarizer for BlockingSummarizer {
     }
 }
 
-/// Runs the replay and prints the table (or JSON). Call it from outside
-/// `runtime`, which makes the summaries when a model writes them.
+/// Runs the replay and prints the table (or JSON), and writes the page
+/// with `--html`. Call it from outside `runtime`, which makes the summaries
+/// when a model writes them.
 pub fn run(args: &ReplayArgs, env: Env<'_>, runtime: &Handle) -> anyhow::Result<ExitCode> {
+    let summary = replay(&args.options, env, runtime)?;
+    if args.json {
+        out_line(&serde_json::to_string_pretty(&summary)?);
+    } else {
+        out_line(render_table(&summary).trim_end());
+    }
+    if !summary.errors.is_empty() && !args.json {
+        let style = Style::detect(std::io::stderr().is_terminal());
+        err_line(&style.yellow(&format!(
+            "{} file(s) could not be imported (listed above)",
+            summary.errors.len()
+        )));
+    }
+    if summary.conversations.is_empty() {
+        bail!("no conversation could be imported from the given paths");
+    }
+    if let Some(page) = &args.html {
+        crate::report_cmd::write_page(&summary, &args.options, page, env)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Imports and replays what `args` names, under its policies, window and
+/// prices. Call it from outside `runtime`, which makes the summaries when
+/// a model writes them.
+pub fn replay(
+    args: &ReplayOptions,
+    env: Env<'_>,
+    runtime: &Handle,
+) -> anyhow::Result<ReplaySummary> {
     let policies = policies(&args.policies)?;
     if args.window_tokens < 1_000 {
         bail!("--window-tokens must be at least 1000");
@@ -143,23 +174,13 @@ pub fn run(args: &ReplayArgs, env: Env<'_>, runtime: &Handle) -> anyhow::Result<
                 )
             }
         };
-    let summary = replay_paths(&args.paths, &policies, &config, &mut factory, &name);
-    if args.json {
-        out_line(&serde_json::to_string_pretty(&summary)?);
-    } else {
-        out_line(render_table(&summary).trim_end());
-    }
-    if !summary.errors.is_empty() && !args.json {
-        let style = Style::detect(std::io::stderr().is_terminal());
-        err_line(&style.yellow(&format!(
-            "{} file(s) could not be imported (listed above)",
-            summary.errors.len()
-        )));
-    }
-    if summary.conversations.is_empty() {
-        bail!("no conversation could be imported from the given paths");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(replay_paths(
+        &args.paths,
+        &policies,
+        &config,
+        &mut factory,
+        &name,
+    ))
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ pub enum SlashCommand {
     Context,
     /// `/cost`.
     Cost,
+    /// `/report`.
+    Report,
     /// `/clear`.
     Clear,
     /// `/sessions`.
@@ -47,6 +49,7 @@ impl SlashCommand {
             "uncompact" => SlashCommand::Uncompact,
             "context" => SlashCommand::Context,
             "cost" => SlashCommand::Cost,
+            "report" => SlashCommand::Report,
             "clear" => SlashCommand::Clear,
             "sessions" => SlashCommand::Sessions,
             "sandbox" => SlashCommand::Sandbox,
@@ -64,6 +67,7 @@ Commands:
   /uncompact        undo the last summary or snip (when the conversation then fits)
   /context          what fills the context window, by kind
   /cost             tokens used in this session and the estimated cost
+  /report           write this session's report page (charts, compactions) and print its path
   /clear            start over with an empty conversation (the session log keeps it all)
   /sessions         sessions in this workspace (continue one with `whittle --resume ID`)
   /sandbox          what commands may write and read, the network, and a self-test
@@ -75,7 +79,7 @@ End a line with \\ to continue on the next one; pasted text may span lines.";
 /// `/context`: a bar and a table of what fills the window.
 pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String {
     const WIDTH: u64 = 50;
-    let used = b.system + b.tools + b.messages + b.tool_results;
+    let used = b.used();
     let window = b.window.max(used).max(1);
     let free = window.saturating_sub(used);
     let rows: [(&str, u64, &str, char); 7] = [
@@ -243,6 +247,7 @@ mod tests {
         );
         assert_eq!(SlashCommand::parse("/exit"), Some(SlashCommand::Quit));
         assert_eq!(SlashCommand::parse("/sandbox"), Some(SlashCommand::Sandbox));
+        assert_eq!(SlashCommand::parse("/report"), Some(SlashCommand::Report));
         assert_eq!(
             SlashCommand::parse("/frob"),
             Some(SlashCommand::Unknown("frob".into()))

@@ -90,7 +90,7 @@ pub use recovery::{RecoveryReport, check as check_recovery};
 pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
 pub use session_log::{
     INTERRUPTED_RESULT, OutputRef, SESSION_FORMAT, SessionError, SessionRecord, SessionState,
-    UNCOMPACT_STEP, log_form, parse_session, read_session, repair_unanswered,
+    UNCOMPACT_STEP, log_form, parse_records, parse_session, read_session, repair_unanswered,
 };
 pub use store::{
     ArchivedSpan, CapturedOutput, ContentHash, OutputWriter, SavedOutput, Store, StoreError,

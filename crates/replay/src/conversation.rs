@@ -18,15 +18,15 @@ use crate::import::Conversation;
 use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 use crate::prompt_cache::{CallTime, PromptCache, hash};
 use crate::recorded::RecordedCall;
-use crate::report::ReplayReport;
+use crate::report::{AppliedStep, ReplayReport};
 use crate::survival::SurvivalProbe;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 use whittle_context::{
     CONTINUATION_INSTRUCTION, CharMeter, Compactor, Content, Ctx, History, Limits, Message, Meter,
-    Outcome, Role, Step, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter, cache_anchor,
-    check_recovery, micro_compact, summary_instruction, validate,
+    Outcome, Role, Step, StepReport, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter,
+    cache_anchor, check_recovery, micro_compact, summary_instruction, validate,
 };
 
 /// Passes summaries through and prices them: a continuation goes through
@@ -201,6 +201,11 @@ fn replay(
     let mut report = ReplayReport {
         conversation: id.to_string(),
         policy: policy.name().to_string(),
+        compaction_limit_tokens: match policy {
+            Policy::None | Policy::Mask => None,
+            Policy::Teaching => Some(config.tokens(Limits::teaching().context_limit as usize)),
+            Policy::Default => Some(config.default_limits().context_limit),
+        },
         ..ReplayReport::default()
     };
     let mut counting = Counting {
@@ -278,7 +283,7 @@ fn replay(
             p.before_pipeline(&history);
         }
         let started = Instant::now();
-        let mut applied: Vec<Step> = Vec::new();
+        let mut applied: Vec<StepReport> = Vec::new();
         if cold && policy == Policy::Default && config.tidy_when_cold {
             let cold_limits = Limits {
                 context_limit: 0,
@@ -295,23 +300,22 @@ fn replay(
                 && r.applied()
             {
                 *report.steps.entry(COLD_TIDY.to_string()).or_default() += 1;
+                report.applied_steps.push(AppliedStep {
+                    call: report.calls,
+                    step: COLD_TIDY.to_string(),
+                    line: scratch_free_line(&r),
+                });
             }
         }
         match (&mut compactor, policy) {
             (Some(c), _) => {
                 let outcome = c.prepare(&mut history, &request, &mut counting);
-                applied.extend(
-                    outcome
-                        .reports
-                        .iter()
-                        .filter(|r| r.applied())
-                        .map(|r| r.step),
-                );
+                applied.extend(outcome.reports.into_iter().filter(StepReport::applied));
                 if config.tokens(history.chars() + system_chars) > config.window_tokens {
                     // The provider would reject it: recover as the agent does.
                     let r = c.reactive_compact(&mut history, &request, &mut counting);
                     if r.outcome == Outcome::Applied {
-                        applied.push(r.step);
+                        applied.push(r);
                     }
                 }
             }
@@ -324,7 +328,7 @@ fn replay(
                 if let Some(r) = micro_compact(&mut history, &cx)
                     && r.applied()
                 {
-                    applied.push(r.step);
+                    applied.push(r);
                 }
             }
             (None, _) => {}
@@ -333,7 +337,7 @@ fn replay(
         if let Some(p) = &mut probe {
             let replaced = applied.iter().any(|s| {
                 matches!(
-                    s,
+                    s.step,
                     Step::SnipCompact | Step::CompactHistory | Step::ReactiveCompact
                 )
             });
@@ -345,8 +349,14 @@ fn replay(
                 &mut report.survival,
             );
         }
-        for step in applied {
-            *report.steps.entry(step.as_str().to_string()).or_default() += 1;
+        for r in applied {
+            let step = r.step.as_str().to_string();
+            *report.steps.entry(step.clone()).or_default() += 1;
+            report.applied_steps.push(AppliedStep {
+                call: report.calls,
+                step,
+                line: scratch_free_line(&r),
+            });
         }
 
         if validate(history.messages()).is_err() {
@@ -365,6 +375,7 @@ fn replay(
             report.overflow_calls.push(report.calls);
         }
         report.peak_tokens = report.peak_tokens.max(tokens);
+        report.tokens_by_call.push(tokens);
         let anchor = match &compactor {
             Some(c) => c.cache_anchor(&history),
             None => cache_anchor(
@@ -431,6 +442,16 @@ fn replay(
     report.pipeline_us_max = times.last().copied().unwrap_or(0);
     report.pipeline_us_total = times.iter().sum();
     report
+}
+
+/// A step's report line without the files it wrote: they were in a scratch
+/// store, gone when the replay ends, and named by time and process.
+fn scratch_free_line(r: &StepReport) -> String {
+    StepReport {
+        paths: Vec::new(),
+        ..r.clone()
+    }
+    .describe(None)
 }
 
 /// The step key under which cold-cache tidying is counted.
@@ -518,6 +539,16 @@ mod tests {
             );
             assert_eq!(r.invalid_requests, 0, "{policy:?}");
             assert_eq!(r.unrecoverable_chars, 0, "{policy:?}");
+            // The per-call curve and markers agree with the totals.
+            assert_eq!(r.tokens_by_call.len() as u64, r.calls, "{policy:?}");
+            assert_eq!(r.tokens_by_call.iter().max(), Some(&r.peak_tokens));
+            assert_eq!(
+                r.applied_steps.len() as u64,
+                r.steps.values().sum::<u64>(),
+                "{policy:?}"
+            );
+            assert!(r.applied_steps.windows(2).all(|w| w[0].call <= w[1].call));
+            assert!(r.applied_steps.iter().all(|s| s.call < r.calls));
             results.insert(policy, r);
         }
         let none = &results[&Policy::None];

@@ -55,7 +55,9 @@ pub use import::{
 pub use paths::replay_paths;
 pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
-pub use report::{ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary};
+pub use report::{
+    AppliedStep, ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary,
+};
 pub use stand_in::StandInSummarizer;
 pub use survival::{
     COMMAND_PROBE_CHARS, Fact, FactKind, PERSON_PROBE_CHARS, Survival, Tally, command_probe,

@@ -61,6 +61,30 @@ pub struct ReplayReport {
     pub exact_requests: u64,
     /// What the policy's compactions kept of the facts they removed.
     pub survival: Survival,
+    /// The request of each call in call order, in tokens: the curve a
+    /// report draws. Not in JSON (one per call).
+    #[serde(skip)]
+    pub tokens_by_call: Vec<u64>,
+    /// Every step that changed the history, in order, with the call it ran
+    /// before: where a report marks the curve. Not in JSON (one per step).
+    #[serde(skip)]
+    pub applied_steps: Vec<AppliedStep>,
+    /// Where the policy starts compacting, in tokens of this conversation
+    /// (`None`: it never compacts on size).
+    #[serde(skip)]
+    pub compaction_limit_tokens: Option<u64>,
+}
+
+/// One step that changed the history during a replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedStep {
+    /// The call (0-based) the step ran before.
+    pub call: u64,
+    /// The step's key in [`ReplayReport::steps`].
+    pub step: String,
+    /// Its report line (`212k -> 9k tokens (micro_compact, 4 changed)`),
+    /// without the scratch store's paths.
+    pub line: String,
 }
 
 impl ReplayReport {

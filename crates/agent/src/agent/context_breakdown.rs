@@ -25,6 +25,14 @@ pub struct ContextBreakdown {
     pub window: u64,
 }
 
+impl ContextBreakdown {
+    /// Everything the next request carries (`system` includes the project
+    /// instructions and `tools` the MCP schemas).
+    pub fn used(&self) -> u64 {
+        self.system + self.tools + self.messages + self.tool_results
+    }
+}
+
 impl Agent {
     /// What fills the context, for `/context`.
     pub fn context_breakdown(&self) -> ContextBreakdown {

@@ -1,8 +1,8 @@
 //! The seed's three experiments, with `--preset teaching`.
 
 use crate::{
-    Harness, assert_success, saved_placeholder_path, stderr, stdout, strip_cache_control,
-    tool_result, walk, write_lines,
+    Harness, assert_success, five_files_to_read, saved_placeholder_path, stderr, stdout,
+    strip_cache_control, tool_result, walk, write_lines,
 };
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -11,19 +11,7 @@ use testkit::{Reply, Step, content_text};
 #[test]
 fn experiment_1_earlier_results_become_saved_placeholders() {
     let h = Harness::new();
-    for i in 1..=5 {
-        write_lines(
-            &h.ws().join(format!("f{i}.txt")),
-            &format!("f{i}"),
-            110,
-            100,
-        );
-        h.server.push(Reply::tool_use(
-            format!("r{i}"),
-            "read_file",
-            json!({"path": format!("f{i}.txt")}),
-        ));
-    }
+    five_files_to_read(&h);
     h.server
         .push(Reply::text("All five READMEs use numbered headings."));
     let out = h.run(&[
@@ -224,7 +212,10 @@ fn experiment_3_long_text_is_summarized_with_the_request_and_a_transcript() {
         "{first}"
     );
     assert!(first.contains("essay on parser tables"));
-    let transcript = PathBuf::from(first.rsplit_once("Full transcript: ").unwrap().1.trim());
+    // The transcript's line; the state ledger follows it.
+    let after = first.rsplit_once("Full transcript: ").unwrap().1;
+    let transcript = PathBuf::from(after.lines().next().unwrap().trim());
+    assert!(after.contains("<state-ledger>") && after.contains(prompt));
     let saved = std::fs::read_to_string(&transcript).unwrap();
     assert!(saved.contains("The parser keeps state in three tables."));
     assert!(saved.len() > 60_000);

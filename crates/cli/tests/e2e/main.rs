@@ -21,6 +21,7 @@ mod overflow;
 mod permissions;
 mod processes;
 mod replay;
+mod report;
 mod sandbox_check;
 mod sessions;
 mod storage;
@@ -227,6 +228,25 @@ fn write_lines(path: &Path, tag: &str, lines: usize, width: usize) {
         text.push('\n');
     }
     std::fs::write(path, text).unwrap();
+}
+
+/// Five 110-line files in the workspace and a model that reads them one by
+/// one (`r1`..`r5`): more than the teaching preset's 50,000-char context
+/// holds whole, so the oldest results become saved placeholders.
+fn five_files_to_read(h: &Harness) {
+    for i in 1..=5 {
+        write_lines(
+            &h.ws().join(format!("f{i}.txt")),
+            &format!("f{i}"),
+            110,
+            100,
+        );
+        h.server.push(Reply::tool_use(
+            format!("r{i}"),
+            "read_file",
+            json!({"path": format!("f{i}.txt")}),
+        ));
+    }
 }
 
 /// A first run that leaves a session with several sizable tool results.

@@ -26,6 +26,15 @@ fn the_terminal_repl_asks_before_edits_keeps_history_and_quits_on_ctrl_d() {
     term.expect("allow? [y]es / [n]o / [a]lways", 1);
     term.type_keys("y\r");
     term.expect("Saved the notes.", 1);
+    // After the turn, one dim status line: context against window and threshold, cost.
+    term.expect("compacts at", 1);
+    let screen = term.screen();
+    let status = screen.lines().find(|l| l.contains("compacts at")).unwrap();
+    assert!(status.contains("\x1b[2mcontext "), "{status:?}");
+    assert!(
+        status.contains(" tokens (") && status.contains("· $"),
+        "{status:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(h.ws().join("notes.txt")).unwrap(),
         "remember the parser\n"

@@ -215,22 +215,18 @@ pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
     parse_session(path, &text)
 }
 
-/// Parses the text of a session log; see [`read_session`].
-pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionError> {
+/// Every record of a session log's text with its 1-based line, in order.
+/// A last line cut by a crash is left out; any other line that is not a
+/// record is an error.
+pub fn parse_records(path: &Path, text: &str) -> Result<Vec<(usize, SessionRecord)>, SessionError> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut state = SessionState::default();
-    // Logs live in ROOT/sessions/; the outputs they refer to are under ROOT.
-    let root = path
-        .parent()
-        .and_then(Path::parent)
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let mut first = true;
+    let mut records = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let record: SessionRecord = match serde_json::from_str(line) {
-            Ok(r) => r,
+        match serde_json::from_str(line) {
+            Ok(r) => records.push((i + 1, r)),
             // A crash mid-write cuts only the last line.
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
             Err(e) => {
@@ -240,7 +236,21 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                     reason: e.to_string(),
                 });
             }
-        };
+        }
+    }
+    Ok(records)
+}
+
+/// Parses the text of a session log; see [`read_session`].
+pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionError> {
+    let mut state = SessionState::default();
+    // Logs live in ROOT/sessions/; the outputs they refer to are under ROOT.
+    let root = path
+        .parent()
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut first = true;
+    for (line, record) in parse_records(path, text)? {
         if first {
             let SessionRecord::Session { id, model, .. } = &record else {
                 return Err(SessionError::NotASession {
@@ -281,7 +291,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 if from > state.history.len() {
                     return Err(SessionError::BadLine {
                         path: path.to_path_buf(),
-                        line: i + 1,
+                        line,
                         reason: format!(
                             "a compaction keeps {from} messages of {}",
                             state.history.len()
@@ -291,7 +301,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 if keep_last > state.history.len() - from {
                     return Err(SessionError::BadLine {
                         path: path.to_path_buf(),
-                        line: i + 1,
+                        line,
                         reason: format!(
                             "a compaction keeps {from} leading and {keep_last} trailing messages of {}",
                             state.history.len()

@@ -1,0 +1,33 @@
+//! A report page of what filled a context window, when compaction ran,
+//! what it removed and what it cost: one self-contained HTML file (inline
+//! CSS, SVG and a little JavaScript, nothing fetched) that opens in any
+//! browser.
+//!
+//! It shows a replay ([`whittle_replay::ReplaySummary`]: policies side by
+//! side, cost bars, a chart of context tokens per call per conversation and
+//! policy with every applied step marked, a sortable table, worst
+//! conversations first) and whittle's own session logs (the same chart from
+//! the usage the provider reported, cumulative cost, and a timeline of
+//! compactions with relative links to the outputs and transcripts they
+//! saved).
+//!
+//! It lives apart from `whittle-replay` because only people read it: it
+//! brings a chart library and a template engine that a harness embedding
+//! replay does not need. Long curves are downsampled (every marker kept),
+//! so the page of a few hundred sessions stays a few megabytes.
+
+mod chart;
+mod downsample;
+mod error;
+mod links;
+mod page;
+mod replay_view;
+mod session_view;
+
+pub use chart::Marker;
+pub use downsample::{MAX_POINTS, downsample};
+pub use error::ReportError;
+pub use links::Link;
+pub use page::Page;
+pub use replay_view::{ConversationView, PolicyChart, PolicyColumn, ReplayView};
+pub use session_view::{CompactionView, FailureView, SessionOptions, SessionView, session_view};
