@@ -4,7 +4,8 @@
 use crate::chart::{ContextCurve, Marker, context_chart, cost_bars};
 use crate::error::ReportError;
 use serde::Serialize;
-use whittle_replay::{ConversationRow, Policy, ReplayReport, ReplaySummary};
+use whittle_context::group_digits;
+use whittle_replay::{ConversationRow, Policy, ReplayReport, ReplaySummary, Survival, Tally};
 
 /// One policy's totals, a column of the side-by-side table.
 #[derive(Clone, Debug, Serialize)]
@@ -104,9 +105,12 @@ pub struct ReplayView {
     pub prices: String,
     /// The policies' totals, in the run's order.
     pub policies: Vec<PolicyColumn>,
-    /// Survival figures per policy, when the replay report has them. The
-    /// replay report has none yet; the page says so in their place.
+    /// Per policy, what its compactions kept of the facts they removed
+    /// (the person's messages, paths, commands) and its ledger's size;
+    /// `None` when no policy removed anything.
     pub survival: Option<Vec<String>>,
+    /// The same for the Claude Code summaries recorded in the traces.
+    pub recorded_survival: Option<String>,
     /// Cost per policy, an SVG element.
     pub cost_svg: String,
     /// Conversations, worst first.
@@ -153,13 +157,46 @@ impl ReplayView {
                 p.cache_write_1h_multiplier,
                 p.cache_read_multiplier
             ),
+            survival: summary
+                .totals
+                .iter()
+                .any(|t| t.survival.compactions > 0)
+                .then(|| {
+                    summary
+                        .totals
+                        .iter()
+                        .map(|t| survival_cell(&t.survival))
+                        .collect()
+                }),
+            recorded_survival: summary.recorded_survival.as_ref().map(survival_cell),
             policies,
-            survival: None,
             cost_svg,
             conversations,
             errors: summary.errors.clone(),
         })
     }
+}
+
+/// `person 100% · paths 88% · commands 56% · ledger ~1,527 tokens`, or a
+/// dash when nothing was removed.
+fn survival_cell(s: &Survival) -> String {
+    if s.compactions == 0 {
+        return "-".to_owned();
+    }
+    let pct = |t: Tally| {
+        t.percent()
+            .map_or_else(|| "-".to_owned(), |p| format!("{p:.0}%"))
+    };
+    let mut cell = format!(
+        "person {} · paths {} · commands {}",
+        pct(s.person),
+        pct(s.paths),
+        pct(s.commands)
+    );
+    if let Some(median) = s.ledger_tokens_median().filter(|m| *m > 0) {
+        cell.push_str(&format!(" · ledger ~{} tokens", group_digits(median)));
+    }
+    cell
 }
 
 fn conversation_view(

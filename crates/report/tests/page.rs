@@ -28,6 +28,21 @@ fn a_replay_page_has_a_chart_per_conversation_and_policy_with_every_step_marked(
     assert!(markers > 0, "the fixtures compact at a 4,000-token window");
     // Self-contained: nothing is fetched.
     let doc = Html::parse_document(&html);
+    // What each policy's compactions kept, one cell per policy, saying the
+    // same percentages as the replay.
+    let cells: Vec<String> = doc
+        .select(&sel("table.policies td.survival"))
+        .map(|td| td.text().collect())
+        .collect();
+    assert_eq!(cells.len(), summary.totals.len(), "{cells:?}");
+    for (cell, total) in cells.iter().zip(&summary.totals) {
+        match total.survival.person.percent() {
+            Some(p) if total.survival.compactions > 0 => {
+                assert!(cell.contains(&format!("person {p:.0}%")), "{cell}")
+            }
+            _ => assert!(cell == "-" || cell.contains("person"), "{cell}"),
+        }
+    }
     for (tag, attr) in [("script", "src"), ("link", "href"), ("img", "src")] {
         assert_eq!(
             doc.select(&sel(&format!("{tag}[{attr}]"))).count(),
