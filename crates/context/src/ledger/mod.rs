@@ -74,6 +74,16 @@ struct FileUse {
     last: u64,
 }
 
+/// How a path only mentioned by a call is labelled: `bash mention`.
+const MENTION: &str = " mention";
+
+impl FileUse {
+    /// Whether a tool read, wrote or ran it (not only mentioned it).
+    fn used(&self) -> bool {
+        self.uses.iter().any(|(tool, _)| !tool.ends_with(MENTION))
+    }
+}
+
 /// One command and its exit status, when known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct CommandRun {
@@ -97,8 +107,11 @@ impl Omitted {
     }
 }
 
-/// Characters of one command or error line.
+/// Characters of one error or todo line.
 const LINE_CHARS: usize = 200;
+/// Characters of a command's first line: enough to recognise it, short
+/// enough that a long session's commands fit the budget.
+const COMMAND_CHARS: usize = 120;
 
 impl Ledger {
     /// The ledger of `messages`: earlier ledgers in compaction markers are
@@ -252,7 +265,7 @@ impl Recorder {
         let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
         mentioned.sort_unstable();
         mentioned.dedup();
-        let label = format!("{} mention", call.name);
+        let label = format!("{}{MENTION}", call.name);
         for path in mentioned {
             // `s/old/new/`, a sed script, is not a file.
             let sed_script = path.starts_with("s/") && path.matches('/').count() >= 3;
@@ -294,15 +307,30 @@ fn person_message(text: &str, transcript: Option<&str>) -> PersonMessage {
     }
 }
 
+/// How user turns that a harness wrote, not the person, begin: ours (hook
+/// notes, summary requests) and, in imported sessions, Claude Code's (local
+/// command output, skill text, its own compaction summary, notifications).
+/// A slash command the person typed (`<command-name>`) is the person's.
+const HARNESS_TEXT_PREFIXES: [&str; 8] = [
+    "[Stop hook]",
+    "[Summary request from the harness]",
+    "[Request interrupted",
+    "<local-command-",
+    "<task-notification>",
+    "<system-reminder>",
+    "Base directory for this skill:",
+    "This session is being continued from a previous conversation",
+];
+
 /// A user message the harness wrote rather than the person: compaction's
-/// markers and hook notes.
+/// markers and the turns listed above.
 fn is_harness_text(message: &Message, text: &str) -> bool {
     let first = text.lines().next().unwrap_or_default();
+    let start = text.trim_start();
     is_archive_marker(message)
         || first == COMPACTED_HEADER
         || first == REACTIVE_HEADER
-        || first.starts_with("[Stop hook]")
-        || first.starts_with("[Summary request from the harness]")
+        || HARNESS_TEXT_PREFIXES.iter().any(|p| start.starts_with(p))
         || text.trim().is_empty()
 }
 
@@ -363,7 +391,7 @@ fn input_paths(input: &Value) -> Vec<String> {
 fn one_line_of(command: &str) -> String {
     let line = crate::text::collapse_whitespace(first_line(command));
     let line = crate::text::controls_to_spaces(&line);
-    crate::text::prefix_chars(&line, LINE_CHARS).to_owned()
+    crate::text::prefix_chars(&line, COMMAND_CHARS).to_owned()
 }
 
 /// `0`, `2`, `signal 9`... from our bash's `[exit code: N]` line, or

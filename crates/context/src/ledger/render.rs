@@ -59,21 +59,26 @@ impl Ledger {
         }
         let mut left = budget_chars.saturating_sub(fixed.len() + 400);
 
-        // Most recently touched first, shown in first-use order.
-        let mut by_recency: Vec<&FileUse> = self.files.iter().collect();
-        by_recency.sort_by_key(|f| std::cmp::Reverse(f.last));
-        let mut kept_files: Vec<&FileUse> = Vec::new();
-        for f in by_recency {
-            let line = file_line(f);
-            if line.len() > left {
-                break;
-            }
-            left -= line.len();
-            kept_files.push(f);
-        }
-        kept_files.sort_by_key(|f| self.files.iter().position(|g| g.path == f.path));
+        // Files a tool used, then the newest commands and errors, then the
+        // paths calls only mentioned: each most recent first.
+        let mut kept_files = recent_within(self.files.iter().filter(|f| f.used()), &mut left);
         let commands = newest_within(self.commands.iter().map(command_line), &mut left);
         let errors = newest_within(self.errors.iter().map(|e| error_line(e)), &mut left);
+        // A mentioned path a kept command line shows needs no line of its own.
+        let shown_in_commands = |f: &&FileUse| commands.iter().any(|c| c.contains(&f.path));
+        let covered = self
+            .files
+            .iter()
+            .filter(|f| !f.used())
+            .filter(shown_in_commands)
+            .count();
+        kept_files.extend(recent_within(
+            self.files
+                .iter()
+                .filter(|f| !f.used() && !shown_in_commands(f)),
+            &mut left,
+        ));
+        kept_files.sort_by_key(|f| self.files.iter().position(|g| g.path == f.path));
 
         let mut out = fixed;
         if !kept_files.is_empty() {
@@ -110,7 +115,7 @@ impl Ledger {
             }
         }
         let mut omitted = self.omitted.clone();
-        omitted.files += self.files.len() - kept_files.len();
+        omitted.files += self.files.len() - kept_files.len() - covered;
         omitted.commands += self.commands.len() - commands.len();
         omitted.errors += self.errors.len() - errors.len();
         if !omitted.is_empty() {
@@ -201,11 +206,34 @@ fn omitted_line(o: &Omitted) -> String {
     format!("{}; in: {}", parts.join(", "), places.join(", "))
 }
 
+/// The most recently touched of `files` whose lines fit in `left`.
+fn recent_within<'a>(
+    files: impl Iterator<Item = &'a FileUse>,
+    left: &mut usize,
+) -> Vec<&'a FileUse> {
+    let mut by_recency: Vec<&FileUse> = files.collect();
+    by_recency.sort_by_key(|f| std::cmp::Reverse(f.last));
+    let mut kept = Vec::new();
+    for f in by_recency {
+        let line = file_line(f);
+        if line.len() > *left {
+            break;
+        }
+        *left -= line.len();
+        kept.push(f);
+    }
+    kept
+}
+
 /// The newest lines (the iterator runs oldest first) that fit in `left`,
 /// newest first.
 fn newest_within(lines: impl DoubleEndedIterator<Item = String>, left: &mut usize) -> Vec<String> {
-    let mut kept = Vec::new();
+    let mut kept: Vec<String> = Vec::new();
     for line in lines.rev() {
+        // A repeated line (the same command, the same outcome) shows once.
+        if kept.contains(&line) {
+            continue;
+        }
         if line.len() > *left {
             break;
         }

@@ -53,10 +53,12 @@ impl Ctx<'_> {
     /// few facts. 0 when the ledger is off, or when the system prompt and
     /// tools alone leave no room under the target: then compaction cannot
     /// reach it anyway, and a ledger would only make every marker bigger.
-    fn ledger_chars(&self) -> usize {
+    ///
+    /// A token budget becomes characters at the ratio the meter sees in
+    /// `history` (code and JSON run well under 4 characters a token).
+    fn ledger_chars(&self, history: &History) -> usize {
         const FLOOR_CHARS: usize = 1_000;
-        let configured = self.limits.ledger_chars();
-        if configured == 0 {
+        if self.limits.ledger_tokens == 0 {
             return 0;
         }
         let overhead = self.meter.measure(&History::default());
@@ -64,11 +66,22 @@ impl Ctx<'_> {
         if room == 0 {
             return 0;
         }
-        let room_chars = match self.meter.unit() {
-            Unit::Chars => room,
-            Unit::Tokens => room.saturating_mul(4),
+        let chars_per_unit = match self.meter.unit() {
+            Unit::Chars => 1.0,
+            Unit::Tokens => {
+                let tokens = self.meter.measure(history).saturating_sub(overhead);
+                if tokens == 0 {
+                    4.0
+                } else {
+                    (history.chars() as f64 / tokens as f64).clamp(1.0, 8.0)
+                }
+            }
         };
-        let share = usize::try_from(room_chars / 4).unwrap_or(usize::MAX);
+        let configured = match self.meter.unit() {
+            Unit::Chars => self.limits.ledger_chars(),
+            Unit::Tokens => (self.limits.ledger_tokens as f64 * chars_per_unit) as usize,
+        };
+        let share = (room as f64 * chars_per_unit / 4.0) as usize;
         configured.min(share.max(FLOOR_CHARS))
     }
 }

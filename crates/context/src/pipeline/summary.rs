@@ -162,7 +162,8 @@ impl PendingSummary {
         let messages = &history.messages()[..end];
         report.paths.push(transcript.clone());
         let place = transcript.display().to_string();
-        let ledger = Ledger::of(messages, Some(&place)).render(cx.ledger_chars(), Some(&place));
+        let ledger =
+            Ledger::of(messages, Some(&place)).render(cx.ledger_chars(history), Some(&place));
         let input = if in_place {
             InputForm::InPlace
         } else {

@@ -131,7 +131,8 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     let transcript = span.path.display().to_string();
     let middle = &history.messages()[head_end..tail_start];
-    let ledger = Ledger::of(middle, Some(&transcript)).render(cx.ledger_chars(), Some(&transcript));
+    let ledger =
+        Ledger::of(middle, Some(&transcript)).render(cx.ledger_chars(history), Some(&transcript));
     let marker = archive_marker(count, &span.path, lines, &ledger);
     if marker.chars() >= removed_chars {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
