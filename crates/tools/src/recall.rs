@@ -6,7 +6,7 @@
 //! rest on demand (an error message, a value from an output summarized away),
 //! with `path:line` so the model can read around it with `read_file`.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -23,6 +23,8 @@ const DEFAULT_RESULTS: usize = 20;
 const MAX_RESULTS: usize = 100;
 /// Characters of text shown around one match.
 const SNIPPET_CHARS: usize = 240;
+/// Bytes of one line searched: a saved output may be one line of a gigabyte.
+const MAX_LINE_BYTES: u64 = 1 << 20;
 /// Characters of the whole answer, so a recall never floods the context.
 const MAX_ANSWER_CHARS: usize = 12_000;
 
@@ -170,15 +172,40 @@ fn matches_in(path: &Path, matcher: &impl Matcher) -> Vec<(usize, String)> {
     let mut line = 0usize;
     loop {
         buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
+        // At most MAX_LINE_BYTES of a line are searched, so a saved output
+        // that is one huge line costs bounded memory.
+        match (&mut reader)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+        {
             Ok(0) | Err(_) => break,
             Ok(_) => line += 1,
+        }
+        if !buf.ends_with(b"\n") && !skip_rest_of_line(&mut reader) {
+            break;
         }
         if let Ok(Some(m)) = matcher.find(&buf) {
             hits.push((line, snippet(&buf, m.start(), m.end())));
         }
     }
     hits
+}
+
+/// Reads past the end of the current line; false at the end of the file.
+fn skip_rest_of_line(reader: &mut impl BufRead) -> bool {
+    loop {
+        let (done, used) = match reader.fill_buf() {
+            Ok([]) | Err(_) => return false,
+            Ok(bytes) => match bytes.iter().position(|b| *b == b'\n') {
+                Some(at) => (true, at + 1),
+                None => (false, bytes.len()),
+            },
+        };
+        reader.consume(used);
+        if done {
+            return true;
+        }
+    }
 }
 
 /// The text around a match, on one line, with `…` where it was cut.
@@ -256,6 +283,19 @@ mod tests {
             "{}",
             one.content
         );
+    }
+
+    #[test]
+    fn a_huge_line_is_searched_in_its_first_mebibyte_and_lines_still_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        let mut text = "x".repeat(3 << 20);
+        text.insert_str(10, "NEEDLE");
+        text.push_str("\nnext NEEDLE\n");
+        std::fs::write(&path, text).unwrap();
+        let matcher = RegexMatcherBuilder::new().build("NEEDLE").unwrap();
+        let hits = matches_in(&path, &matcher);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2]);
     }
 
     #[test]
