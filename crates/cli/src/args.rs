@@ -68,8 +68,8 @@ REPL asks, or pass --trust-project.
 Project instructions: AGENTS.md (or CLAUDE.md) in each folder from the git root
 down to the workspace, then ~/.config/whittle/AGENTS.md, go into the system prompt.
 
-In the REPL: /help lists the slash commands (/compact, /context, /cost, /report,
-/clear, /sessions, /sandbox, /quit). After each turn a dim status line shows the
+In the REPL: /help lists the slash commands (/compact, /uncompact, /context,
+/cost, /report, /clear, /sessions, /sandbox, /quit). After each turn a dim status line shows the
 context used (tokens and % of the window, with the compaction threshold), the
 session's cost and the compaction of that turn, if any (--no-status or
 status_line = false turns it off). Ctrl-C stops the running turn, Ctrl-D quits.
