@@ -33,20 +33,27 @@ fn is_loopback(url: &str) -> bool {
     }
 }
 
-/// The HTTP client every provider uses: rustls with the ring crypto
-/// provider, no overall timeout (streams are long; silence is bounded by the
-/// idle timeout instead). Proxies from the environment are honoured, except
-/// for a server on this machine, which a corporate proxy cannot reach.
-pub(crate) fn build_client(url: &str) -> Result<reqwest::Client, LlmError> {
+/// How whittle talks HTTP to `url`, for the providers and for MCP servers
+/// alike: rustls with the ring crypto provider, no overall timeout (streams
+/// are long; silence is bounded by an idle timeout instead). Proxies from the
+/// environment are honoured, except for a server on this machine, which a
+/// corporate proxy cannot reach.
+pub fn http_client_builder(url: &str) -> reqwest::ClientBuilder {
     // Installing twice fails harmlessly; whoever installed first wins.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
         .user_agent(concat!("whittle/", env!("CARGO_PKG_VERSION")));
     if is_loopback(url) {
-        builder = builder.no_proxy();
+        builder.no_proxy()
+    } else {
+        builder
     }
-    builder
+}
+
+/// The HTTP client every provider uses; see [`http_client_builder`].
+pub(crate) fn build_client(url: &str) -> Result<reqwest::Client, LlmError> {
+    http_client_builder(url)
         .build()
         .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {}", describe(&e))))
 }

@@ -61,6 +61,7 @@ pub use anthropic::{AnthropicAuth, AnthropicConfig, AnthropicProvider};
 pub use collect::{Collector, ModelResponse, collect};
 pub use error::LlmError;
 pub use event::{EventStream, StopReason, StreamEvent, Usage};
+pub use http::http_client_builder;
 #[cfg(feature = "local")]
 pub use local::LocalProvider;
 pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, model_facts_with};

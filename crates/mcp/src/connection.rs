@@ -629,15 +629,7 @@ fn http_transport(
         value.set_sensitive(true);
         custom.insert(header, value);
     }
-    // Installing twice fails harmlessly; whoever installed first wins.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .user_agent(concat!("whittle/", env!("CARGO_PKG_VERSION")));
-    if is_loopback(url) {
-        builder = builder.no_proxy();
-    }
-    let client = builder
+    let client = whittle_llm::http_client_builder(url)
         .build()
         .map_err(|e| bad(format!("cannot set up the HTTP client: {e}")))?;
     let config = StreamableHttpClientTransportConfig::with_uri(url)
@@ -645,20 +637,6 @@ fn http_transport(
         .max_sse_event_size(MAX_MESSAGE_BYTES)
         .max_json_response_size(MAX_MESSAGE_BYTES);
     Ok(StreamableHttpClientTransport::with_client(client, config))
-}
-
-/// Whether the URL's host is this machine (no proxy can reach it).
-fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host_port = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host_port.rsplit_once(':').map_or(host_port, |(h, _)| h),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -683,14 +661,6 @@ mod tests {
         assert_eq!((options.env)("ANTHROPIC_API_KEY"), None);
         assert_eq!((options.env)("GITHUB_TOKEN"), None);
         assert!(!format!("{options:?}").contains('<'));
-    }
-
-    #[test]
-    fn loopback_hosts() {
-        assert!(is_loopback("http://127.0.0.1:8080/mcp"));
-        assert!(is_loopback("http://localhost/mcp"));
-        assert!(is_loopback("http://[::1]:3000/mcp"));
-        assert!(!is_loopback("https://example.invalid/mcp"));
     }
 
     #[test]

@@ -129,13 +129,16 @@ impl Ledger {
         ledger
     }
 
-    /// Whether nothing was recorded.
+    /// Whether nothing was recorded (the transcript alone is no fact: the
+    /// marker names it anyway).
     pub fn is_empty(&self) -> bool {
         self.person.is_empty()
             && self.files.is_empty()
             && self.commands.is_empty()
             && self.errors.is_empty()
             && self.todos.is_empty()
+            && self.outputs.is_empty()
+            && self.omitted.is_empty()
     }
 
     /// The person's messages as kept (whole, or head), oldest first.

@@ -37,9 +37,9 @@ impl Ledger {
     /// todo list, then the most recently touched files, then the newest
     /// commands and errors; what does not fit is counted, with the
     /// transcript (`omitted_in`) that holds it.
-    /// A budget of 0 renders nothing: no ledger at all.
+    /// A budget of 0, or a ledger with nothing in it, renders nothing.
     pub fn render(&self, budget_chars: usize, omitted_in: Option<&str>) -> String {
-        if budget_chars == 0 {
+        if budget_chars == 0 || self.is_empty() {
             return String::new();
         }
         let mut fixed = String::new();
@@ -61,24 +61,20 @@ impl Ledger {
 
         // Files a tool used, then the newest commands and errors, then the
         // paths calls only mentioned: each most recent first.
-        let mut kept_files = recent_within(self.files.iter().filter(|f| f.used()), &mut left);
+        let files = || self.files.iter().enumerate();
+        let mut kept_files = recent_within(files().filter(|(_, f)| f.used()), &mut left);
         let commands = newest_within(self.commands.iter().map(command_line), &mut left);
         let errors = newest_within(self.errors.iter().map(|e| error_line(e)), &mut left);
         // A mentioned path a kept command line shows needs no line of its own.
-        let shown_in_commands = |f: &&FileUse| commands.iter().any(|c| c.contains(&f.path));
-        let covered = self
-            .files
-            .iter()
-            .filter(|f| !f.used())
-            .filter(shown_in_commands)
-            .count();
-        kept_files.extend(recent_within(
-            self.files
-                .iter()
-                .filter(|f| !f.used() && !shown_in_commands(f)),
-            &mut left,
-        ));
-        kept_files.sort_by_key(|f| self.files.iter().position(|g| g.path == f.path));
+        let shown_in_commands = |f: &FileUse| commands.iter().any(|c| c.contains(&f.path));
+        let (covered, mentioned): (Vec<_>, Vec<_>) = files()
+            .filter(|(_, f)| !f.used())
+            .partition(|(_, f)| shown_in_commands(f));
+        kept_files.extend(recent_within(mentioned.into_iter(), &mut left));
+        // Shown in first-use order.
+        kept_files.sort_by_key(|(at, _)| *at);
+        let kept_files: Vec<&FileUse> = kept_files.into_iter().map(|(_, f)| f).collect();
+        let covered = covered.len();
 
         let mut out = fixed;
         if !kept_files.is_empty() {
@@ -206,21 +202,22 @@ fn omitted_line(o: &Omitted) -> String {
     format!("{}; in: {}", parts.join(", "), places.join(", "))
 }
 
-/// The most recently touched of `files` whose lines fit in `left`.
+/// The most recently touched of `files` (with their places in the ledger)
+/// whose lines fit in `left`.
 fn recent_within<'a>(
-    files: impl Iterator<Item = &'a FileUse>,
+    files: impl Iterator<Item = (usize, &'a FileUse)>,
     left: &mut usize,
-) -> Vec<&'a FileUse> {
-    let mut by_recency: Vec<&FileUse> = files.collect();
-    by_recency.sort_by_key(|f| std::cmp::Reverse(f.last));
+) -> Vec<(usize, &'a FileUse)> {
+    let mut by_recency: Vec<(usize, &FileUse)> = files.collect();
+    by_recency.sort_by_key(|(_, f)| std::cmp::Reverse(f.last));
     let mut kept = Vec::new();
-    for f in by_recency {
+    for (at, f) in by_recency {
         let line = file_line(f);
         if line.len() > *left {
             break;
         }
         *left -= line.len();
-        kept.push(f);
+        kept.push((at, f));
     }
     kept
 }

@@ -197,6 +197,17 @@ fn a_very_long_person_message_keeps_its_head_and_says_where_the_rest_is() {
 }
 
 #[test]
+fn an_empty_ledger_renders_nothing() {
+    let messages = [
+        Message::assistant("thinking aloud"),
+        Message::user("[Stop hook] go on"),
+    ];
+    let ledger = Ledger::of(&messages, Some("/t.jsonl"));
+    assert!(ledger.is_empty());
+    assert_eq!(ledger.render(10_000, Some("/t.jsonl")), "");
+}
+
+#[test]
 fn markers_and_hook_notes_are_not_the_person() {
     let messages = [
         Message::user("[Stop hook] run the tests"),
