@@ -10,6 +10,8 @@ const PERSISTED_OPEN: &str = "<persisted-output>\nFull output: ";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
 const SAVED_OPEN: &str = "[Earlier tool result saved at ";
 pub(crate) const ARCHIVE_INFIX: &str = " messages archived at ";
+/// How a summary marker names its transcript, on the line before its ledger.
+pub(crate) const TRANSCRIPT_LINE: &str = "Full transcript: ";
 
 /// First line of the message that replaces a summarized history.
 pub const COMPACTED_HEADER: &str = "[Compacted]";
@@ -179,7 +181,7 @@ pub fn compacted_message(
     let mut text = format!(
         "{header}\n\nCurrent user request:\n{request}\n\n\
          Conversation summary (reference only):\n{quoted}\n\n\
-         Full transcript: {}",
+         {TRANSCRIPT_LINE}{}",
         transcript.display()
     );
     if !ledger.is_empty() {

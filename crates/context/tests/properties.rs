@@ -123,11 +123,23 @@ fn limits_strategy() -> impl Strategy<Value = (Limits, bool)> {
 }
 
 fn compactor(dir: &std::path::Path, limits: Limits, tokens: bool) -> Compactor {
-    let meter: Box<dyn whittle_context::Meter + Send> = if tokens {
+    compactor_with_overhead(dir, limits, tokens, 0)
+}
+
+/// A compactor whose meter counts `overhead_chars` of system prompt and
+/// tools besides the messages.
+fn compactor_with_overhead(
+    dir: &std::path::Path,
+    limits: Limits,
+    tokens: bool,
+    overhead_chars: usize,
+) -> Compactor {
+    let mut meter: Box<dyn whittle_context::Meter + Send> = if tokens {
         Box::new(TokenMeter::default())
     } else {
         Box::new(CharMeter)
     };
+    meter.set_overhead_chars(overhead_chars);
     Compactor::new(limits, Store::new(dir), meter)
 }
 
@@ -317,14 +329,17 @@ proptest! {
 
     /// After any sequence of snips and summaries, every message the person
     /// wrote is still in the context: verbatim, or as the ledger's head of a
-    /// very long one (which names the transcript holding the rest).
+    /// very long one (which names the transcript holding the rest). Also
+    /// when the system prompt and tools alone fill the target, so that
+    /// compaction runs on every call.
     #[test]
     fn every_person_message_stays_in_the_context(
         steps in prop::collection::vec((person_text(), prop::collection::vec(size(), 0..3), op()), 1..40),
         (limits, tokens) in limits_strategy(),
+        overhead_chars in prop_oneof![2 => Just(0usize), 1 => 1usize..300_000],
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = compactor(dir.path(), limits, tokens);
+        let mut c = compactor_with_overhead(dir.path(), limits, tokens, overhead_chars);
         let mut h = History::new(Vec::new());
         let mut s = Recording::default();
         let mut said: Vec<String> = Vec::new();

@@ -246,7 +246,10 @@ fn replay(
             restarted_at = i;
         }
         if m.role() == Role::User {
-            if is_user_input(m) {
+            // The request a marker quotes is the person's, as in the agent:
+            // not a turn the recording harness wrote (its own summary, a
+            // skill's text, a notice), which would be quoted whole.
+            if is_user_input(m) && recording.injected.binary_search(&i).is_err() {
                 request = m.text();
             }
             history.push(m.clone());

@@ -1,10 +1,16 @@
 //! The stated stand-in for the summarizer: replay needs no model, and its
 //! numbers are reproducible, because every summary has the same size.
+//!
+//! It names the size of what it summarized, so two summaries of different
+//! histories differ in their first line, as a model's would: a summary
+//! that came out the same every time would let the prompt cache read a
+//! new compaction marker as the old one, and make compacting on every
+//! call look nearly free.
 
 use whittle_context::{SummarizeError, Summarizer, SummaryInput};
 
-/// A summarizer for replay that returns a fixed-size text, so that numbers
-/// are reproducible and no model is needed.
+/// A summarizer for replay that returns a fixed-size text naming the size
+/// of its input, so that numbers are reproducible and no model is needed.
 #[derive(Clone, Debug)]
 pub struct StandInSummarizer {
     /// Characters of every summary.
@@ -22,11 +28,14 @@ impl Default for StandInSummarizer {
 impl Summarizer for StandInSummarizer {
     fn summarize(
         &mut self,
-        _: SummaryInput<'_>,
+        input: SummaryInput<'_>,
         focus: Option<&str>,
         _ledger: &str,
     ) -> Result<String, SummarizeError> {
-        let mut s = String::from("Stand-in summary of the conversation so far");
+        let mut s = format!(
+            "Stand-in summary of {} characters of conversation",
+            input.chars()
+        );
         if let Some(f) = focus {
             s.push_str(" (focus: ");
             s.push_str(f);

@@ -14,6 +14,7 @@
 //!
 //! Pure: built from messages, rendered to text, read back from text.
 
+mod choose;
 mod command_paths;
 mod render;
 
@@ -38,7 +39,7 @@ pub struct Ledger {
     /// Commands, oldest first.
     commands: Vec<CommandRun>,
     /// First line of each failed tool call, oldest first.
-    errors: Vec<String>,
+    errors: Vec<ErrorLine>,
     /// The newest todo list, one line per item.
     todos: Vec<String>,
     /// Transcripts holding removed messages.
@@ -48,8 +49,9 @@ pub struct Ledger {
     outputs: BTreeMap<String, usize>,
     /// Entries dropped to stay in budget, carried from earlier ledgers.
     omitted: Omitted,
-    /// Counts touches, so each file knows when it was last touched.
-    touches: u64,
+    /// The ledger's clock: every fact recorded gets the next tick, so that
+    /// the newest facts of any kind can go first when over budget.
+    clock: u64,
 }
 
 /// One message of the person's.
@@ -69,8 +71,8 @@ struct FileUse {
     path: String,
     /// Tool (or `bash`) and how many times, in first-use order.
     uses: Vec<(String, u32)>,
-    /// When it was last touched (the ledger's own sequence), so that the
-    /// least recently touched files go first when over budget.
+    /// When it was last touched (the ledger's clock), so that the least
+    /// recently touched files go first when over budget.
     last: u64,
 }
 
@@ -89,6 +91,16 @@ impl FileUse {
 struct CommandRun {
     line: String,
     exit: Option<String>,
+    /// When it was run (the ledger's clock).
+    at: u64,
+}
+
+/// The first line of a failed tool call's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ErrorLine {
+    line: String,
+    /// When it was recorded (the ledger's clock).
+    at: u64,
 }
 
 /// Counts of entries a budget left out, and where they can be found.
@@ -157,16 +169,31 @@ impl Ledger {
     }
 
     /// Appends `newer`'s entries after this ledger's (an earlier ledger read
-    /// back, then what came after it).
+    /// back, then what came after it), on this ledger's clock in the order
+    /// `newer` recorded them.
     fn absorb(&mut self, newer: Ledger) {
         self.person.extend(newer.person);
-        for f in newer.files {
-            for (tool, n) in f.uses {
-                self.touch(&f.path, &tool, n);
+        enum Fact {
+            File(FileUse),
+            Command(CommandRun),
+            Error(ErrorLine),
+        }
+        let mut facts: Vec<(u64, Fact)> = Vec::new();
+        facts.extend(newer.files.into_iter().map(|f| (f.last, Fact::File(f))));
+        facts.extend(newer.commands.into_iter().map(|c| (c.at, Fact::Command(c))));
+        facts.extend(newer.errors.into_iter().map(|e| (e.at, Fact::Error(e))));
+        facts.sort_by_key(|(at, _)| *at);
+        for (_, fact) in facts {
+            match fact {
+                Fact::File(f) => {
+                    for (tool, n) in f.uses {
+                        self.touch(&f.path, &tool, n);
+                    }
+                }
+                Fact::Command(c) => self.push_command(c.line, c.exit),
+                Fact::Error(e) => self.push_error(e.line),
             }
         }
-        self.commands.extend(newer.commands);
-        self.errors.extend(newer.errors);
         if !newer.todos.is_empty() {
             self.todos = newer.todos;
         }
@@ -180,9 +207,24 @@ impl Ledger {
         self.omitted.places.extend(newer.omitted.places);
     }
 
+    /// The next tick of the ledger's clock.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn push_command(&mut self, line: String, exit: Option<String>) {
+        let at = self.tick();
+        self.commands.push(CommandRun { line, exit, at });
+    }
+
+    fn push_error(&mut self, line: String) {
+        let at = self.tick();
+        self.errors.push(ErrorLine { line, at });
+    }
+
     fn touch(&mut self, path: &str, tool: &str, times: u32) {
-        self.touches += 1;
-        let seq = self.touches;
+        let seq = self.tick();
         match self.files.iter_mut().find(|f| f.path == path) {
             Some(f) => {
                 f.last = seq;
@@ -247,7 +289,7 @@ impl Recorder {
             if !line.is_empty() {
                 self.command_of
                     .insert(call.id.clone(), ledger.commands.len());
-                ledger.commands.push(CommandRun { line, exit: None });
+                ledger.push_command(line, None);
             }
             command_paths(&command)
         } else {
@@ -296,7 +338,7 @@ impl Recorder {
                 .map_or("tool", String::as_str);
             let line = first_line(text);
             let line = crate::text::prefix_chars(line, LINE_CHARS);
-            ledger.errors.push(format!("{tool}: {line}"));
+            ledger.push_error(format!("{tool}: {line}"));
         }
     }
 }

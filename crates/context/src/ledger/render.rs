@@ -7,8 +7,8 @@
 //! read exactly as written, which is also how the model and a survival
 //! probe search for them).
 
-use super::{CommandRun, FileUse, Ledger, Omitted, PersonMessage};
-use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER};
+use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
+use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
 use crate::text::{controls_to_spaces, group_digits};
 use std::fmt::Write as _;
 
@@ -30,15 +30,19 @@ const LONG_PERSON: &str = "[person message, ";
 const OUTPUTS_IN: &str = "saved tool outputs in ";
 /// Paths of removed material listed at most; the rest are counted.
 const MAX_PLACES: usize = 12;
+/// Characters kept for the section headings and the line that counts what
+/// is not shown.
+const HEADINGS_ROOM: usize = 160;
 
 impl Ledger {
     /// The ledger as the section a compaction marker carries, within about
-    /// `budget_chars` characters: every person message is kept, then the
-    /// todo list, then the most recently touched files, then the newest
-    /// commands and errors; what does not fit is counted, with the
-    /// transcript (`omitted_in`) that holds it.
+    /// `budget_chars` characters: every person message and the todo list,
+    /// then the files, commands and errors that fit (see `choose`); what
+    /// does not fit is counted. The transcript
+    /// the marker names (`named_by_marker`, where the messages it replaces
+    /// are) is not listed again.
     /// A budget of 0, or a ledger with nothing in it, renders nothing.
-    pub fn render(&self, budget_chars: usize, omitted_in: Option<&str>) -> String {
+    pub fn render(&self, budget_chars: usize, named_by_marker: Option<&str>) -> String {
         if budget_chars == 0 || self.is_empty() {
             return String::new();
         }
@@ -57,67 +61,69 @@ impl Ledger {
                 let _ = writeln!(fixed, "- {}", controls_to_spaces(t));
             }
         }
-        let mut left = budget_chars.saturating_sub(fixed.len() + 400);
-
-        // Files a tool used, then the newest commands and errors, then the
-        // paths calls only mentioned: each most recent first.
-        let files = || self.files.iter().enumerate();
-        let mut kept_files = recent_within(files().filter(|(_, f)| f.used()), &mut left);
-        let commands = newest_within(self.commands.iter().map(command_line), &mut left);
-        let errors = newest_within(self.errors.iter().map(|e| error_line(e)), &mut left);
-        // A mentioned path a kept command line shows needs no line of its own.
-        let shown_in_commands = |f: &FileUse| commands.iter().any(|c| c.contains(&f.path));
-        let (covered, mentioned): (Vec<_>, Vec<_>) = files()
-            .filter(|(_, f)| !f.used())
-            .partition(|(_, f)| shown_in_commands(f));
-        kept_files.extend(recent_within(mentioned.into_iter(), &mut left));
-        // Shown in first-use order.
-        kept_files.sort_by_key(|(at, _)| *at);
-        let kept_files: Vec<&FileUse> = kept_files.into_iter().map(|(_, f)| f).collect();
-        let covered = covered.len();
-
-        let mut out = fixed;
-        if !kept_files.is_empty() {
-            let _ = writeln!(out, "{FILES}");
-            kept_files.iter().for_each(|f| out.push_str(&file_line(f)));
-        }
-        if !commands.is_empty() {
-            let _ = writeln!(out, "{COMMANDS}");
-            commands.iter().for_each(|c| out.push_str(c));
-        }
-        if !errors.is_empty() {
-            let _ = writeln!(out, "{ERRORS}");
-            errors.iter().for_each(|e| out.push_str(e));
-        }
-        if !self.places.is_empty() || !self.outputs.is_empty() {
-            let _ = writeln!(out, "{PLACES}");
-            for p in self.places.iter().take(MAX_PLACES) {
-                let _ = writeln!(out, "- {}", controls_to_spaces(p));
+        // The transcript the marker itself names is not listed again: read
+        // back, it is taken from the marker.
+        let other_places: Vec<&String> = self
+            .places
+            .iter()
+            .filter(|p| Some(p.as_str()) != named_by_marker)
+            .collect();
+        let mut places = String::new();
+        if !other_places.is_empty() || !self.outputs.is_empty() {
+            let _ = writeln!(places, "{PLACES}");
+            for p in other_places.iter().take(MAX_PLACES) {
+                let _ = writeln!(places, "- {}", controls_to_spaces(p));
             }
-            if self.places.len() > MAX_PLACES {
+            if other_places.len() > MAX_PLACES {
                 let _ = writeln!(
-                    out,
+                    places,
                     "- and {} more files under the same folders",
-                    self.places.len() - MAX_PLACES
+                    other_places.len() - MAX_PLACES
                 );
             }
             for (dir, n) in &self.outputs {
                 let _ = writeln!(
-                    out,
+                    places,
                     "- {} {OUTPUTS_IN}{}",
                     group_digits(*n as u64),
                     controls_to_spaces(dir)
                 );
             }
         }
-        let mut omitted = self.omitted.clone();
-        omitted.files += self.files.len() - kept_files.len() - covered;
-        omitted.commands += self.commands.len() - commands.len();
-        omitted.errors += self.errors.len() - errors.len();
-        if !omitted.is_empty() {
-            if let Some(t) = omitted_in {
-                omitted.places.insert(t.to_owned());
+        // What is left for files, commands and errors.
+        let mut left = budget_chars.saturating_sub(fixed.len() + places.len() + HEADINGS_ROOM);
+
+        let kept = self.choose_within(&mut left);
+        let mut out = fixed;
+        if !kept.files.is_empty() {
+            let _ = writeln!(out, "{FILES}");
+            for &i in &kept.files {
+                out.push_str(&file_line(&self.files[i]));
             }
+        }
+        if !kept.commands.is_empty() {
+            let _ = writeln!(out, "{COMMANDS}");
+            for &i in &kept.commands {
+                out.push_str(&command_line(&self.commands[i]));
+            }
+        }
+        if !kept.errors.is_empty() {
+            let _ = writeln!(out, "{ERRORS}");
+            for &i in &kept.errors {
+                out.push_str(&error_line(&self.errors[i]));
+            }
+        }
+        out.push_str(&places);
+        let mut omitted = self.omitted.clone();
+        omitted.files += self.files.len() - kept.files.len() - kept.covered;
+        omitted.commands += self.commands.len() - kept.commands.len();
+        omitted.errors += self.errors.len() - kept.errors.len();
+        if !omitted.is_empty() {
+            // A place named above (or by the marker) is not repeated.
+            let listed: Vec<&String> = other_places.iter().take(MAX_PLACES).copied().collect();
+            omitted
+                .places
+                .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
             let _ = writeln!(out, "{NOT_SHOWN}");
             let _ = writeln!(out, "- {}", omitted_line(&omitted));
         }
@@ -173,18 +179,18 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
     out
 }
 
-fn file_line(f: &FileUse) -> String {
+pub(super) fn file_line(f: &FileUse) -> String {
     let uses: Vec<String> = f.uses.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
     format!("- {} ({})\n", controls_to_spaces(&f.path), uses.join(", "))
 }
 
-fn command_line(c: &CommandRun) -> String {
+pub(super) fn command_line(c: &CommandRun) -> String {
     let exit = c.exit.as_deref().unwrap_or("?");
     format!("- [exit {exit}] {}\n", c.line)
 }
 
-fn error_line(e: &str) -> String {
-    format!("- {}\n", controls_to_spaces(e))
+pub(super) fn error_line(e: &ErrorLine) -> String {
+    format!("- {}\n", controls_to_spaces(&e.line))
 }
 
 fn omitted_line(o: &Omitted) -> String {
@@ -199,45 +205,11 @@ fn omitted_line(o: &Omitted) -> String {
         }
     }
     let places: Vec<&str> = o.places.iter().map(String::as_str).collect();
-    format!("{}; in: {}", parts.join(", "), places.join(", "))
-}
-
-/// The most recently touched of `files` (with their places in the ledger)
-/// whose lines fit in `left`.
-fn recent_within<'a>(
-    files: impl Iterator<Item = (usize, &'a FileUse)>,
-    left: &mut usize,
-) -> Vec<(usize, &'a FileUse)> {
-    let mut by_recency: Vec<(usize, &FileUse)> = files.collect();
-    by_recency.sort_by_key(|(_, f)| std::cmp::Reverse(f.last));
-    let mut kept = Vec::new();
-    for (at, f) in by_recency {
-        let line = file_line(f);
-        if line.len() > *left {
-            break;
-        }
-        *left -= line.len();
-        kept.push((at, f));
+    if places.is_empty() {
+        format!("{}; in the places named above", parts.join(", "))
+    } else {
+        format!("{}; in: {}", parts.join(", "), places.join(", "))
     }
-    kept
-}
-
-/// The newest lines (the iterator runs oldest first) that fit in `left`,
-/// newest first.
-fn newest_within(lines: impl DoubleEndedIterator<Item = String>, left: &mut usize) -> Vec<String> {
-    let mut kept: Vec<String> = Vec::new();
-    for line in lines.rev() {
-        // A repeated line (the same command, the same outcome) shows once.
-        if kept.contains(&line) {
-            continue;
-        }
-        if line.len() > *left {
-            break;
-        }
-        *left -= line.len();
-        kept.push(line);
-    }
-    kept
 }
 
 /// The ledger section at the end of a compaction marker's text (between
@@ -256,10 +228,33 @@ pub fn ledger_section(text: &str) -> Option<&str> {
     Some(&body[at + open.len()..])
 }
 
+/// The transcript a marker with a ledger names: in a snip marker's first
+/// line, or on the line of a summary marker just before its ledger (after
+/// the quoted summary, so a request cannot imitate it).
+fn marker_transcript(text: &str) -> Option<&str> {
+    let first = text.lines().next()?;
+    if let Some((_, rest)) = first
+        .strip_prefix('[')
+        .and_then(|f| f.split_once(ARCHIVE_INFIX))
+    {
+        let rest = rest.strip_suffix(']')?;
+        let path = match rest.rsplit_once(", lines ") {
+            Some((path, lines)) if lines.bytes().all(|b| b.is_ascii_digit() || b == b'-') => path,
+            _ => rest,
+        };
+        return Some(path);
+    }
+    let before = &text[..text.rfind(&format!("\n\n{LEDGER_OPEN}\n"))?];
+    before.lines().last()?.strip_prefix(TRANSCRIPT_LINE)
+}
+
 /// The ledger a compaction marker carries, read back.
 pub(super) fn read_back(text: &str) -> Option<Ledger> {
     let section = ledger_section(text)?;
     let mut ledger = Ledger::default();
+    if let Some(t) = marker_transcript(text) {
+        ledger.places.insert(t.to_owned());
+    }
     let mut heading = "";
     let mut commands = Vec::new();
     let mut errors = Vec::new();
@@ -312,10 +307,7 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
                     .strip_prefix("[exit ")
                     .and_then(|r| r.split_once("] "))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
-                commands.push(CommandRun {
-                    line: line.to_owned(),
-                    exit: exit.map(str::to_owned),
-                });
+                commands.push((line.to_owned(), exit.map(str::to_owned)));
             }
             ERRORS => errors.push(entry.to_owned()),
             PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
@@ -331,15 +323,21 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             _ => {}
         }
     }
-    commands.reverse();
-    errors.reverse();
-    ledger.commands = commands;
-    ledger.errors = errors;
+    // Shown newest first; recorded oldest first, after the files.
+    for (line, exit) in commands.into_iter().rev() {
+        ledger.push_command(line, exit);
+    }
+    for line in errors.into_iter().rev() {
+        ledger.push_error(line);
+    }
     Some(ledger)
 }
 
 fn read_omitted(entry: &str) -> Omitted {
-    let (counts, places) = entry.split_once("; in: ").unwrap_or((entry, ""));
+    let (counts, places) = entry
+        .split_once("; in: ")
+        .or_else(|| entry.split_once("; in the places named above"))
+        .unwrap_or((entry, ""));
     let mut o = Omitted::default();
     for part in counts.split(", ") {
         let mut words = part.splitn(3, ' ');

@@ -49,23 +49,28 @@ impl Ctx<'_> {
     /// The ledger's budget in characters: the configured one, but at most a
     /// quarter of the room the target leaves beside the system prompt and
     /// tools (a marker that alone fills the window would make compaction
-    /// run on every call), and never below a floor that holds the newest
-    /// few facts. 0 when the ledger is off, or when the system prompt and
-    /// tools alone leave no room under the target: then compaction cannot
-    /// reach it anyway, and a ledger would only make every marker bigger.
+    /// run on every call), and never below a floor that holds the person's
+    /// messages and the newest few facts. 0 only when the ledger is off.
+    ///
+    /// The floor holds also when the system prompt and tools alone leave no
+    /// room under the target, so that compaction runs on every call. Then
+    /// each marker carries the facts of the one before it plus the newest,
+    /// and the ledger is all the agent remembers of its work; every
+    /// character of it is paid on every call (written into the marker, and
+    /// read by the summarizer). Measured on the shared traces at a 32k
+    /// window, where Claude Code's ~26k tokens of system prompt and tools do
+    /// exactly this, against no ledger at all: a 1,000-character floor kept
+    /// 87% of the removed paths for +4.0% cost, 1,500 keeps 99% for +6.4%.
     ///
     /// A token budget becomes characters at the ratio the meter sees in
     /// `history` (code and JSON run well under 4 characters a token).
     fn ledger_chars(&self, history: &History) -> usize {
-        const FLOOR_CHARS: usize = 1_000;
+        const FLOOR_CHARS: usize = 1_500;
         if self.limits.ledger_tokens == 0 {
             return 0;
         }
         let overhead = self.meter.measure(&History::default());
         let room = self.limits.target.saturating_sub(overhead);
-        if room == 0 {
-            return 0;
-        }
         let chars_per_unit = match self.meter.unit() {
             Unit::Chars => 1.0,
             Unit::Tokens => {

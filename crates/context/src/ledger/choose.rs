@@ -1,0 +1,158 @@
+//! Which of a ledger's files, commands and errors fit its budget.
+//!
+//! First the newest facts of any kind, within a share of the room: what
+//! the agent did just before a compaction is what it needs first after
+//! it, and when compaction runs on every call (a system prompt and tools
+//! that fill the window's target) those facts are all that is new. Then,
+//! for the rest of the room: the files a tool used, most recently touched
+//! first; the newest commands; the newest errors; and the paths calls
+//! only mentioned, unless a kept command line shows them. A repeated
+//! command or error line is shown once.
+
+use super::render::{command_line, error_line, file_line};
+use super::{FileUse, Ledger};
+use std::collections::BTreeSet;
+
+/// The share of the room (1 in this many characters) the newest facts
+/// take first.
+const NEWEST_SHARE: usize = 2;
+
+/// The entries chosen, as indices into the ledger's lists.
+pub(super) struct Chosen {
+    /// Files, in first-use order.
+    pub(super) files: Vec<usize>,
+    /// Commands, newest first.
+    pub(super) commands: Vec<usize>,
+    /// Errors, newest first.
+    pub(super) errors: Vec<usize>,
+    /// Mentioned paths not listed because a kept command line shows them.
+    pub(super) covered: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Entry {
+    File(usize),
+    Command(usize),
+    Error(usize),
+}
+
+/// What is chosen so far, and the lines shown (to show a repeat once).
+#[derive(Default)]
+struct Choice {
+    files: BTreeSet<usize>,
+    commands: Vec<usize>,
+    errors: Vec<usize>,
+    lines: BTreeSet<String>,
+}
+
+impl Ledger {
+    /// The entries that fit in `left` characters, which is lowered by what
+    /// they take.
+    pub(super) fn choose_within(&self, left: &mut usize) -> Chosen {
+        let mut choice = Choice::default();
+
+        let mut newest: Vec<(u64, Entry)> = Vec::new();
+        newest.extend(
+            self.files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.last, Entry::File(i))),
+        );
+        newest.extend(
+            self.commands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.at, Entry::Command(i))),
+        );
+        newest.extend(
+            self.errors
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.at, Entry::Error(i))),
+        );
+        newest.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let share = *left / NEWEST_SHARE;
+        let mut share_left = share;
+        self.take_while_fits(
+            newest.into_iter().map(|(_, e)| e),
+            &mut share_left,
+            &mut choice,
+        );
+        *left -= share - share_left;
+
+        let by_recency = |used: bool| {
+            let mut files: Vec<(u64, usize)> = self
+                .files
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.used() == used)
+                .map(|(i, f)| (f.last, i))
+                .collect();
+            files.sort_by_key(|(last, _)| std::cmp::Reverse(*last));
+            files.into_iter().map(|(_, i)| Entry::File(i))
+        };
+        self.take_while_fits(by_recency(true), left, &mut choice);
+        let commands = (0..self.commands.len()).rev().map(Entry::Command);
+        self.take_while_fits(commands, left, &mut choice);
+        let errors = (0..self.errors.len()).rev().map(Entry::Error);
+        self.take_while_fits(errors, left, &mut choice);
+        let shown_in_commands = |f: &FileUse| {
+            choice
+                .commands
+                .iter()
+                .any(|&c| self.commands[c].line.contains(&f.path))
+        };
+        let covered: Vec<usize> = (0..self.files.len())
+            .filter(|&i| !self.files[i].used() && !choice.files.contains(&i))
+            .filter(|&i| shown_in_commands(&self.files[i]))
+            .collect();
+        let mentioned =
+            by_recency(false).filter(|e| !matches!(e, Entry::File(i) if covered.contains(i)));
+        self.take_while_fits(mentioned, left, &mut choice);
+
+        choice.commands.sort_unstable_by(|a, b| b.cmp(a));
+        choice.errors.sort_unstable_by(|a, b| b.cmp(a));
+        Chosen {
+            files: choice.files.into_iter().collect(),
+            commands: choice.commands,
+            errors: choice.errors,
+            covered: covered.len(),
+        }
+    }
+
+    /// Chooses `entries` in order while their lines fit in `left`; one
+    /// already chosen, or a line already shown, is passed over.
+    fn take_while_fits(
+        &self,
+        entries: impl Iterator<Item = Entry>,
+        left: &mut usize,
+        choice: &mut Choice,
+    ) {
+        for entry in entries {
+            let line = match entry {
+                Entry::File(i) if choice.files.contains(&i) => continue,
+                Entry::Command(i) if choice.commands.contains(&i) => continue,
+                Entry::Error(i) if choice.errors.contains(&i) => continue,
+                Entry::File(i) => file_line(&self.files[i]),
+                Entry::Command(i) => command_line(&self.commands[i]),
+                Entry::Error(i) => error_line(&self.errors[i]),
+            };
+            let repeat = !matches!(entry, Entry::File(_)) && choice.lines.contains(&line);
+            if repeat {
+                continue;
+            }
+            if line.len() > *left {
+                break;
+            }
+            *left -= line.len();
+            match entry {
+                Entry::File(i) => {
+                    choice.files.insert(i);
+                }
+                Entry::Command(i) => choice.commands.push(i),
+                Entry::Error(i) => choice.errors.push(i),
+            }
+            choice.lines.insert(line);
+        }
+    }
+}
