@@ -92,6 +92,12 @@ numbers) and brief. The harness keeps a ledger of the person's messages, the fil
 the commands run and their errors, and the todo list; when it is given below, do not repeat \
 it: say what it cannot (why, what was learned, what matters next).";
 
+/// What introduces the ledger in a summary request. A history summarized
+/// in place is given only the facts its earlier markers do not carry yet:
+/// those markers are in the request already.
+const LEDGER_LEAD: &str = "\n\nThe ledger the harness keeps (do not repeat it): these facts, \
+and those of any <state-ledger> section above.\n";
+
 /// The ask after a transcript sent with [`SUMMARY_SYSTEM_PROMPT`] (whose
 /// system prompt already says how to write the summary).
 pub const TRANSCRIPT_INSTRUCTION: &str = "Write the state summary of the conversation above.";
@@ -109,7 +115,7 @@ pub fn summary_instruction(instruction: &str, focus: Option<&str>, ledger: &str)
         ask.push_str(f);
     }
     if !ledger.is_empty() {
-        ask.push_str("\n\nThe ledger the harness keeps (do not repeat it):\n");
+        ask.push_str(LEDGER_LEAD);
         ask.push_str(ledger);
     }
     ask

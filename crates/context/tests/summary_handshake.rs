@@ -100,6 +100,78 @@ fn an_in_place_summary_that_is_too_long_falls_back_to_the_transcript() {
     assert!(h.messages()[0].text().contains("\"the summary\""));
 }
 
+/// A history compacted once, then one more turn: an earlier marker (with
+/// its ledger) and new facts after it.
+fn compacted_then_more(c: &mut Compactor) -> History {
+    let mut h = History::new(vec![
+        Message::user("fix the parser"),
+        read_call("r1", "src/parse.rs"),
+        result("r1", file_text(1, 3_000)),
+    ]);
+    let needed = waiting(c.start_compact(&mut h, "fix the parser", None));
+    assert!(done(needed.resume(Ok("summary one".into()))).applied());
+    h.push(Message::user("now the lexer"));
+    h.push(read_call("r2", "src/lex.rs"));
+    h.push(result("r2", file_text(2, 3_000)));
+    h
+}
+
+#[test]
+fn a_summarizer_that_reads_the_earlier_ledger_is_given_only_the_new_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path(), Limits::teaching());
+    let mut h = compacted_then_more(&mut c);
+    let needed = waiting(c.start_compact(&mut h, "now the lexer", None));
+    let SummaryInput::Transcript(text) = needed.input() else {
+        panic!("the teaching preset summarizes a bounded transcript");
+    };
+    assert!(
+        text.contains("src/parse.rs"),
+        "the earlier ledger is in the input"
+    );
+    let given = needed.ledger();
+    assert!(
+        given.contains("now the lexer") && given.contains("src/lex.rs"),
+        "{given}"
+    );
+    assert!(
+        !given.contains("fix the parser") && !given.contains("src/parse.rs"),
+        "{given}"
+    );
+    // The replacement still carries the whole ledger.
+    assert!(done(needed.resume(Ok("summary two".into()))).applied());
+    let marker = h.messages()[0].text();
+    for fact in [
+        "fix the parser",
+        "src/parse.rs",
+        "now the lexer",
+        "src/lex.rs",
+    ] {
+        assert!(marker.contains(fact), "{fact}: {marker}");
+    }
+}
+
+#[test]
+fn a_summarizer_whose_input_cuts_the_earlier_ledger_is_given_all_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        summary_input_chars: 400,
+        ..Limits::teaching()
+    };
+    let mut c = compactor(dir.path(), limits);
+    let mut h = compacted_then_more(&mut c);
+    let needed = waiting(c.start_compact(&mut h, "now the lexer", None));
+    let given = needed.ledger();
+    for fact in [
+        "fix the parser",
+        "src/parse.rs",
+        "now the lexer",
+        "src/lex.rs",
+    ] {
+        assert!(given.contains(fact), "{fact}: {given}");
+    }
+}
+
 #[test]
 fn a_failed_summary_in_prepare_tidies_after_all() {
     let dir = tempfile::tempdir().unwrap();

@@ -130,8 +130,22 @@ impl Ledger {
     /// read back and carried, everything else is recorded. `transcript` is
     /// where these messages are archived (named for long person messages).
     pub fn of(messages: &[Message], transcript: Option<&str>) -> Ledger {
+        Ledger::recorded(messages, transcript, true)
+    }
+
+    /// The ledger of what `messages` hold outside the ledgers of their
+    /// compaction markers: what a summarizer that reads those markers in
+    /// the messages themselves has not seen in a ledger yet.
+    pub(crate) fn since_markers(messages: &[Message], transcript: Option<&str>) -> Ledger {
+        Ledger::recorded(messages, transcript, false)
+    }
+
+    fn recorded(messages: &[Message], transcript: Option<&str>, carry_markers: bool) -> Ledger {
         let mut ledger = Ledger::default();
-        let mut recorder = Recorder::default();
+        let mut recorder = Recorder {
+            carry_markers,
+            ..Recorder::default()
+        };
         for message in messages {
             recorder.record(&mut ledger, message, transcript);
         }
@@ -249,6 +263,9 @@ struct Recorder {
     command_of: HashMap<String, usize>,
     /// tool_use id -> the tool's name.
     tool_of: HashMap<String, String>,
+    /// Whether the ledgers in compaction markers are read back and carried
+    /// (else such a marker is passed over).
+    carry_markers: bool,
 }
 
 impl Recorder {
@@ -270,7 +287,9 @@ impl Recorder {
                 }
                 let text = message.text();
                 if let Some(earlier) = render::read_back(&text) {
-                    ledger.absorb(earlier);
+                    if self.carry_markers {
+                        ledger.absorb(earlier);
+                    }
                     return;
                 }
                 if is_harness_text(message, &text) {

@@ -57,10 +57,10 @@ impl Ctx<'_> {
     /// each marker carries the facts of the one before it plus the newest,
     /// and the ledger is all the agent remembers of its work; every
     /// character of it is paid on every call (written into the marker, and
-    /// read by the summarizer). Measured on the shared traces at a 32k
+    /// read by the next summarizer). Measured on the shared traces at a 32k
     /// window, where Claude Code's ~26k tokens of system prompt and tools do
     /// exactly this, against no ledger at all: a 1,000-character floor kept
-    /// 87% of the removed paths for +4.0% cost, 1,500 keeps 99% for +6.4%.
+    /// 87% of the removed paths for +3.1% cost, 1,500 keeps 99% for +4.9%.
     ///
     /// A token budget becomes characters at the ratio the meter sees in
     /// `history` (code and JSON run well under 4 characters a token).

@@ -105,8 +105,11 @@ impl<'a, T> SummaryNeeded<'a, T> {
     /// The ledger of the messages being summarized, rendered: the replacement
     /// carries it next to the summary, so a summarizer is given it (see
     /// [`summary_instruction`](crate::summary_instruction)) to not repeat it.
+    /// When the input shows the history's earlier compaction markers whole,
+    /// only the facts those do not carry yet: the summarizer reads the rest
+    /// in the input.
     pub fn ledger(&self) -> &str {
-        self.pending.ledger()
+        self.pending.ledger(self.history)
     }
 
     /// Finishes the step with the summarizer's answer, and the entry point

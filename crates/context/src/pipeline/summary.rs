@@ -11,9 +11,9 @@ use super::Ctx;
 use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, ledger_section};
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
-use crate::message::Message;
+use crate::message::{Content, Message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use std::path::PathBuf;
@@ -49,6 +49,11 @@ pub(super) struct PendingSummary {
     /// The ledger of `..end`, rendered: it goes into the replacement next
     /// to the summary, and to the summarizer so the prose need not repeat it.
     ledger: String,
+    /// The part of the ledger the markers in `..end` do not carry yet. When
+    /// the summarizer reads those markers whole in its input, it is given
+    /// only this: when compaction runs on every call, the ledger is then not
+    /// paid for twice per call.
+    new_facts: String,
     report: StepReport,
 }
 
@@ -162,8 +167,9 @@ impl PendingSummary {
         let messages = &history.messages()[..end];
         report.paths.push(transcript.clone());
         let place = transcript.display().to_string();
-        let ledger =
-            Ledger::of(messages, Some(&place)).render(cx.ledger_chars(history), Some(&place));
+        let budget = cx.ledger_chars(history);
+        let ledger = Ledger::of(messages, Some(&place)).render(budget, Some(&place));
+        let new_facts = Ledger::since_markers(messages, Some(&place)).render(budget, Some(&place));
         let input = if in_place {
             InputForm::InPlace
         } else {
@@ -182,6 +188,7 @@ impl PendingSummary {
             retried: false,
             transcript,
             ledger,
+            new_facts,
             report,
         })
     }
@@ -204,9 +211,21 @@ impl PendingSummary {
         self.focus.as_deref()
     }
 
-    /// The ledger the replacement will carry, rendered.
-    pub(super) fn ledger(&self) -> &str {
-        &self.ledger
+    /// The ledger to give the summarizer: the part not in its input yet
+    /// when the input shows every marker's ledger whole (always in place),
+    /// else the one the replacement will carry.
+    pub(super) fn ledger(&self, history: &History) -> &str {
+        let shown = match &self.input {
+            InputForm::InPlace => true,
+            InputForm::Bounded { text, .. } => history.messages()[..self.end]
+                .iter()
+                .filter_map(|m| match m.content() {
+                    Content::Text(t) => ledger_section(t),
+                    Content::Blocks(_) => None,
+                })
+                .all(|section| text.contains(section)),
+        };
+        if shown { &self.new_facts } else { &self.ledger }
     }
 
     /// Finishes the step with the summarizer's answer. "Input too long" is
