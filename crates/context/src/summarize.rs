@@ -92,9 +92,9 @@ numbers) and brief. The harness keeps a ledger of the person's messages, the fil
 the commands run and their errors, and the todo list; when it is given below, do not repeat \
 it: say what it cannot (why, what was learned, what matters next).";
 
-/// What introduces the ledger in a summary request. A history summarized
-/// in place is given only the facts its earlier markers do not carry yet:
-/// those markers are in the request already.
+/// What introduces the ledger in a summary request. A summarizer whose
+/// input shows the earlier compaction markers whole is given only the facts
+/// those do not carry yet (see `SummaryNeeded::ledger`).
 const LEDGER_LEAD: &str = "\n\nThe ledger the harness keeps (do not repeat it): these facts, \
 and those of any <state-ledger> section above.\n";
 

@@ -42,6 +42,7 @@ struct Choice {
     files: BTreeSet<usize>,
     commands: Vec<usize>,
     errors: Vec<usize>,
+    /// Command and error lines shown, so that a repeat shows once.
     lines: BTreeSet<String>,
 }
 
@@ -149,10 +150,15 @@ impl Ledger {
                 Entry::File(i) => {
                     choice.files.insert(i);
                 }
-                Entry::Command(i) => choice.commands.push(i),
-                Entry::Error(i) => choice.errors.push(i),
+                Entry::Command(i) => {
+                    choice.commands.push(i);
+                    choice.lines.insert(line);
+                }
+                Entry::Error(i) => {
+                    choice.errors.push(i);
+                    choice.lines.insert(line);
+                }
             }
-            choice.lines.insert(line);
         }
     }
 }
