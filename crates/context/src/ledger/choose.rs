@@ -103,7 +103,7 @@ impl Ledger {
                 .iter()
                 .any(|&c| self.commands[c].line.contains(&f.path))
         };
-        let covered: Vec<usize> = (0..self.files.len())
+        let covered: BTreeSet<usize> = (0..self.files.len())
             .filter(|&i| !self.files[i].used() && !choice.files.contains(&i))
             .filter(|&i| shown_in_commands(&self.files[i]))
             .collect();
