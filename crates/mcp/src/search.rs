@@ -6,7 +6,7 @@
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use whittle_tools::{LoadedTools, Tool, ToolContext, ToolOutput, ToolSpec};
+use whittle_tools::{LoadedTools, Tool, ToolContext, ToolOutput, ToolSpec, parse_input};
 
 /// The search tool's name.
 pub const TOOL_SEARCH_NAME: &str = "mcp_tool_search";
@@ -193,11 +193,9 @@ impl Tool for McpToolSearch {
 
     fn run<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: Input = match serde_json::from_value(input) {
+            let input: Input = match parse_input(TOOL_SEARCH_NAME, input) {
                 Ok(i) => i,
-                Err(e) => {
-                    return ToolOutput::error(format!("invalid input for {TOOL_SEARCH_NAME}: {e}"));
-                }
+                Err(e) => return e,
             };
             let limit = input
                 .max_results

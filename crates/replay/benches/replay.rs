@@ -14,7 +14,7 @@ fn bench(c: &mut Criterion) {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     // The recorded sessions beside the repository, else our own fixtures.
-    let traces = manifest.join("../../../shared/traces");
+    let traces = testkit::shared_traces_dir();
     let (set, root) = if traces.is_dir() {
         ("shared_traces", traces)
     } else {

@@ -27,12 +27,12 @@ use common::checks::{
     replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
 };
 use common::corruption::{self, read_samples};
-use common::shared_traces_dir;
 use libtest_mimic::{Arguments, Trial};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::OnceLock;
+use testkit::shared_traces_dir;
 use whittle_replay::{
     Conversation, Format, Policy, ReplayConfig, ReplaySummary, StandInSummarizer, import_path,
     import_tree, replay_paths, trace_files,

@@ -6,8 +6,9 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{fixtures, replay, shared_traces_dir};
+use common::{fixtures, replay};
 use criterion::{Criterion, criterion_group, criterion_main};
+use testkit::shared_traces_dir;
 use whittle_report::Page;
 
 fn render(c: &mut Criterion) {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{fixtures, replay, shared_traces_dir};
+use common::{fixtures, replay};
 use libtest_mimic::{Arguments, Trial};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -15,6 +15,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output, Stdio};
 use std::time::{Duration, Instant};
+use testkit::shared_traces_dir;
 use whittle_report::Page;
 
 /// The browsers tried, in order.

@@ -7,9 +7,10 @@
 
 mod common;
 
-use common::{check_replay_page, replay, shared_traces_dir};
+use common::{check_replay_page, replay};
 use libtest_mimic::{Arguments, Trial};
 use std::process::ExitCode;
+use testkit::shared_traces_dir;
 use whittle_report::Page;
 
 fn main() -> ExitCode {

@@ -31,6 +31,7 @@ mod prompt_cache;
 mod render;
 mod script;
 mod server;
+mod shared_traces;
 
 pub use mcp::{Behavior as McpBehavior, McpFaultServer, Startup as McpStartup};
 pub use npm::{NpmTools, PACKAGES as NPM_PACKAGES};
@@ -39,3 +40,4 @@ pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,
 };
 pub use server::{Api, RecordedRequest, TestServer, content_text};
+pub use shared_traces::shared_traces_dir;

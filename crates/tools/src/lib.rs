@@ -29,7 +29,7 @@ pub use registry::{LoadedTools, ToolRegistry};
 pub use search::{GlobTool, GrepTool};
 pub use skills::{LoadSkillTool, Skill, SkillProblem, Skills};
 pub use todo::{TodoItem, TodoStatus, TodoStore, TodoWriteTool};
-pub use tool::{OutputLimits, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use tool::{OutputLimits, Tool, ToolContext, ToolOutput, ToolSpec, parse_input};
 pub use truncate::cap_middle;
 pub use write_file::{EditFileTool, WriteFileTool};
 

@@ -258,8 +258,8 @@ pub trait Tool: Send + Sync {
 }
 
 /// Parses a tool's input into its typed form, or explains in one line why
-/// it does not fit.
-pub(crate) fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
+/// it does not fit (every tool, ours or a plugin's, words it the same way).
+pub fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
     if !input.is_object() {
         return Err(ToolOutput::error(format!(
             "invalid input for {tool}: expected a JSON object, got {}",

@@ -11,6 +11,16 @@ fn result(id: &str, text: &str, is_error: bool) -> Message {
     Message::user_blocks(vec![Block::tool_result(id, text, is_error)])
 }
 
+/// "do many things", then `n` bash calls that succeed.
+fn many_commands(n: usize, command: impl Fn(usize) -> String) -> Vec<Message> {
+    let mut messages = vec![Message::user("do many things")];
+    for i in 0..n {
+        messages.push(call(&i.to_string(), "bash", json!({"command": command(i)})));
+        messages.push(result(&i.to_string(), "[exit code: 0]", false));
+    }
+    messages
+}
+
 fn session() -> Vec<Message> {
     vec![
         Message::user("Fix the parser.\nDo not touch Cargo.lock."),
@@ -140,15 +150,7 @@ fn a_second_compaction_carries_the_first_ledger() {
 
 #[test]
 fn over_budget_it_keeps_the_person_then_files_then_newest_commands() {
-    let mut messages = vec![Message::user("do many things")];
-    for i in 0..200 {
-        messages.push(call(
-            &i.to_string(),
-            "bash",
-            json!({"command": format!("make target{i} && ls out/dir{i}")}),
-        ));
-        messages.push(result(&i.to_string(), "[exit code: 0]", false));
-    }
+    let messages = many_commands(200, |i| format!("make target{i} && ls out/dir{i}"));
     let ledger = Ledger::of(&messages, None);
     let text = ledger.render(6_000, Some("/t.jsonl"));
     assert!(text.len() < 7_000, "{}", text.len());
@@ -209,15 +211,7 @@ fn the_newest_facts_of_any_kind_come_first_and_stay_newest_after_a_read_back() {
 
 #[test]
 fn the_transcript_a_marker_names_is_not_repeated_and_is_read_back() {
-    let mut messages = vec![Message::user("do many things")];
-    for i in 0..100 {
-        messages.push(call(
-            &i.to_string(),
-            "bash",
-            json!({"command": format!("make target{i}")}),
-        ));
-        messages.push(result(&i.to_string(), "[exit code: 0]", false));
-    }
+    let messages = many_commands(100, |i| format!("make target{i}"));
     let text = Ledger::of(&messages, Some("/t.jsonl")).render(1_000, Some("/t.jsonl"));
     assert!(!text.contains("/t.jsonl"), "{text}");
     assert!(

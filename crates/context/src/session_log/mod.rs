@@ -11,6 +11,7 @@ mod output_refs;
 pub use output_refs::{OutputRef, log_form};
 
 use crate::message::{Block, Content, Message, Role};
+use crate::pipeline::Step;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs;
@@ -308,9 +309,13 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                         ),
                     });
                 }
-                if ["compact_history", "reactive_compact", "snip_compact"]
-                    .iter()
-                    .any(|s| step.split('+').any(|part| part == *s))
+                if [
+                    Step::CompactHistory,
+                    Step::ReactiveCompact,
+                    Step::SnipCompact,
+                ]
+                .iter()
+                .any(|s| step.split('+').any(|part| part == s.as_str()))
                 {
                     state.before_last_compaction = Some(state.history.clone());
                 }

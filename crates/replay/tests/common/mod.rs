@@ -1,5 +1,6 @@
-//! What the importer and replay suites share: where the fixtures and the
-//! recorded sessions are, and the checks made on both.
+//! What the importer and replay suites share: where the fixtures are, and
+//! the checks made on them and on the recorded sessions (found with
+//! `testkit::shared_traces_dir`).
 #![allow(dead_code)]
 
 pub mod checks;
@@ -19,13 +20,4 @@ fn package_dir() -> PathBuf {
 /// `tests/fixtures`: small sessions we wrote in each format, in the repository.
 pub fn fixtures() -> PathBuf {
     package_dir().join("tests/fixtures")
-}
-
-/// Where the recorded sessions of `../shared/traces` (beside the repository)
-/// would be; `WHITTLE_SHARED_TRACES` names them when the checkout is
-/// somewhere else (a worktree).
-pub fn shared_traces_dir() -> PathBuf {
-    std::env::var_os("WHITTLE_SHARED_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| package_dir().join("../../../shared/traces"))
 }

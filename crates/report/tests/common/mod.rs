@@ -20,11 +20,6 @@ pub fn fixtures() -> PathBuf {
     package_dir().join("../replay/tests/fixtures")
 }
 
-/// Where the recorded sessions of `../shared/traces` (beside the repository) would be.
-pub fn shared_traces_dir() -> PathBuf {
-    package_dir().join("../../../shared/traces")
-}
-
 /// Every policy over `path` at `window` tokens, with the stand-in summarizer.
 pub fn replay(path: PathBuf, window: u64) -> ReplaySummary {
     let stand_in = StandInSummarizer::default();
