@@ -3,41 +3,38 @@
 //! so that even a small model starts from something true. It is computed
 //! once per session and bounded: it sits in the cached prompt prefix.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 use whittle_context::quote_line;
+use whittle_sandbox::QuietGit;
 
 /// Most status lines shown.
 const MAX_STATUS_LINES: usize = 15;
 /// Most top-level entries listed.
 const MAX_ENTRIES: usize = 60;
-/// How long git may take before it is left out.
-const GIT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The block for `workspace`, dated `today` (`YYYY-MM-DD`).
-pub fn environment_block(workspace: &Path, today: &str) -> String {
+/// The block for `workspace`, dated `today` (`YYYY-MM-DD`). git runs
+/// through `git`, which runs nothing the repository names.
+pub fn environment_block(workspace: &Path, today: &str, git: &QuietGit) -> String {
     let mut out = String::from("<environment>\n");
     out.push_str(&format!(
         "Platform: {} {}\nToday's date: {today}\n",
         std::env::consts::OS,
         std::env::consts::ARCH
     ));
-    out.push_str(&git_lines(workspace));
+    out.push_str(&git_lines(workspace, git));
     out.push_str(&listing(workspace));
     out.push_str("</environment>\n");
     out
 }
 
-fn git_lines(workspace: &Path) -> String {
-    let Some(status) = run_git(
+fn git_lines(workspace: &Path, git: &QuietGit) -> String {
+    let Some(status) = git.run(
         workspace,
         &[
             "status",
             "--porcelain=v1",
             "--branch",
             "--untracked-files=normal",
+            "--ignore-submodules=all",
         ],
     ) else {
         return "Git: not a git repository (or git is not available)\n".into();
@@ -74,7 +71,8 @@ fn listing(workspace: &Path) -> String {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name == ".git" {
+            // git's folder and whittle's own are not the project's.
+            if name == ".git" || name == ".whittle" {
                 return None;
             }
             let dir = e.file_type().is_ok_and(|t| t.is_dir());
@@ -99,52 +97,17 @@ fn listing(workspace: &Path) -> String {
     out
 }
 
-/// Runs git in `dir`; its stdout, or `None` when it fails or takes too long
-/// (then it is killed).
-fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
-    // Read on a thread, so a large status cannot fill the pipe and stall git.
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let deadline = Instant::now() + GIT_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-        }
-    };
-    let text = reader.join().ok()?;
-    status.filter(|s| s.success()).map(|_| text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     #[test]
     fn the_block_names_platform_date_and_listing() {
         let ws = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("README.md"), "x").unwrap();
         std::fs::create_dir(ws.path().join("src")).unwrap();
-        let block = environment_block(ws.path(), "2026-12-03");
+        let block = environment_block(ws.path(), "2026-12-03", &QuietGit::new(None));
         assert!(block.starts_with("<environment>\nPlatform: "), "{block}");
         assert!(block.contains("Today's date: 2026-12-03\n"), "{block}");
         assert!(
@@ -173,7 +136,7 @@ mod tests {
         for i in 0..70 {
             std::fs::write(ws.path().join(format!("f{i:02}.txt")), "x").unwrap();
         }
-        let block = environment_block(ws.path(), "2026-12-03");
+        let block = environment_block(ws.path(), "2026-12-03", &QuietGit::new(None));
         assert!(
             block.contains("Git branch: No commits yet on trunk\n"),
             "{block}"

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 /// Most characters taken from one file.
 pub const MAX_FILE_CHARS: usize = 16_000;
+/// Largest instruction file read at all (its first [`MAX_FILE_CHARS`] are
+/// kept).
+const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Most characters taken from all files together.
 pub const MAX_TOTAL_CHARS: usize = 32_000;
 
@@ -36,7 +39,15 @@ impl ProjectInstructions {
     /// Finds the files for `workspace`; `user_file` is the person's own
     /// (`~/.config/whittle/AGENTS.md`), read last.
     pub fn discover(workspace: &Path, user_file: Option<&Path>) -> ProjectInstructions {
-        let mut paths: Vec<PathBuf> = folders_from_git_root(workspace)
+        let folders = folders_from_git_root(workspace);
+        // A repository's instruction file may be a link to another one in
+        // it (CLAUDE.md -> AGENTS.md), never to a file outside (a key).
+        let top = folders.first().and_then(|f| f.canonicalize().ok());
+        let stays_inside = |p: &PathBuf| {
+            p.canonicalize()
+                .is_ok_and(|real| top.as_ref().is_some_and(|t| real.starts_with(t)))
+        };
+        let mut paths: Vec<PathBuf> = folders
             .iter()
             .filter_map(|dir| {
                 ["AGENTS.md", "CLAUDE.md"]
@@ -44,6 +55,7 @@ impl ProjectInstructions {
                     .map(|name| dir.join(name))
                     .find(|p| p.is_file())
             })
+            .filter(stays_inside)
             .collect();
         if let Some(user) = user_file.filter(|p| p.is_file()) {
             let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
@@ -57,7 +69,9 @@ impl ProjectInstructions {
         let mut budget = MAX_TOTAL_CHARS;
         let mut files = Vec::new();
         for path in paths {
-            let Ok(bytes) = std::fs::read(&path) else {
+            // Regular files only, bounded: a FIFO or a link to /dev/zero
+            // would hang or fill the start-up.
+            let Ok(bytes) = whittle_sandbox::read_regular_file(&path, MAX_FILE_BYTES) else {
                 continue;
             };
             let text = String::from_utf8_lossy(&bytes);

@@ -250,12 +250,20 @@ fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Largest config file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads one config file; `Ok(None)` when it does not exist.
+/// A workspace's config may be the repository's: a FIFO or a device there
+/// is refused at once rather than read.
 pub fn read_file_config(path: &Path) -> anyhow::Result<Option<FileConfig>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("config file {}: {e}", path.display()),
+    let bytes = match whittle_sandbox::read_regular_file(path, MAX_CONFIG_BYTES) {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => bail!("config file: {e}"),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        bail!("config file {}: not valid UTF-8", path.display());
     };
     let config = parse_file_config(&text)
         .map_err(|problem| anyhow::anyhow!("config file {}: {problem}", path.display()))?;

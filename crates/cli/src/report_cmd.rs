@@ -101,7 +101,7 @@ fn session_options(log: &Path, settings: &Settings, prices: Option<Prices>) -> S
             ..SessionOptions::default()
         };
     };
-    let config = agent_config(settings, &spec, None);
+    let config = agent_config(settings, &spec, None, "");
     SessionOptions {
         window_tokens: Some(config.context_window),
         limit_tokens: (config.meter == MeterChoice::Tokens).then_some(config.limits.context_limit),

@@ -26,7 +26,7 @@ pub fn run(args: &SandboxCheckArgs, env: Env<'_>) -> anyhow::Result<ExitCode> {
         settings.sandbox.mode.as_str(),
         level.map_or("unconfined", |l| l.as_str())
     );
-    if let Some(n) = &c.notice {
+    for n in &c.notices {
         println!("{n}");
     }
     let (text, held) = report(&c.sandbox, c.support.as_ref(), &settings.workspace, env);
@@ -104,6 +104,12 @@ pub fn report(
                 list(&mut p.read_only.iter().map(|r| r.as_path()))
             ));
         }
+        if !p.copy_on_write.is_empty() {
+            out.push_str(&format!(
+                "  copy-on-write (commands' changes stay private to the session): {}\n",
+                list(&mut p.copy_on_write.iter().map(|r| r.as_path()))
+            ));
+        }
         out.push_str(&format!(
             "  readable too: {}\n",
             list(&mut p.read.iter().map(|r| r.as_path()))
@@ -120,6 +126,7 @@ pub fn report(
             "  network: {}\n",
             if p.network { "on" } else { "off" }
         ));
+        out.push_str("  terminal: none (a session of its own, no /dev/tty, TIOCSTI refused)\n");
     }
     if !sandbox.hidden_env().is_empty() {
         out.push_str(&format!(

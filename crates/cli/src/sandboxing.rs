@@ -7,7 +7,9 @@ use crate::config::{Env, Settings, user_config_path};
 use std::path::Path;
 use whittle_context::Redactor;
 use whittle_llm::KEY_VARS;
-use whittle_sandbox::{Layout, Level, Sandbox, Support, private_tmp, probe, probe_contain};
+use whittle_sandbox::{
+    Layout, Level, QuietGit, Sandbox, Support, private_layers, private_tmp, probe, probe_contain,
+};
 use whittle_tools::PermissionMode;
 
 /// What the session runs commands with.
@@ -18,9 +20,12 @@ pub struct Confinement {
     pub redactor: Redactor,
     /// What the kernel can do, when it was probed.
     pub support: Option<Support>,
-    /// Said once at start, when commands are not confined as the mode
-    /// promises.
-    pub notice: Option<String>,
+    /// Said once at start: when commands are not confined as the mode
+    /// promises, or something in the workspace will not work confined.
+    pub notices: Vec<String>,
+    /// whittle's own git (the environment block), confined read-only and
+    /// offline whenever the kernel can, whatever the mode.
+    pub git: QuietGit,
 }
 
 /// The level `mode` asks for under `permission`; `None` runs commands
@@ -48,19 +53,56 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
     let redactor = Redactor::new(hidden.iter().filter_map(|v| env(v)));
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot find whittle's own binary for the sandbox: {e}"))?;
+    let user_config_dir: Vec<std::path::PathBuf> = user_config_path(env)
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .into_iter()
+        .collect();
+    let layout = |level: Level, network: bool| Layout {
+        level,
+        workspace: settings.workspace.clone(),
+        env,
+        writable_roots: settings.sandbox.writable_roots.clone(),
+        read_roots: settings.sandbox.read_roots.clone(),
+        hidden: user_config_dir.clone(),
+        network,
+        tmp: None,
+        layers: None,
+    };
+    let probed = probe(&exe);
+    // whittle's own git runs read-only and offline in every mode the
+    // kernel allows, yolo included: opening a repository runs nothing of it.
+    // It reads the repository the workspace lies in, when that is above it.
+    let git = match &probed {
+        Ok(_) => {
+            let mut inspect = layout(Level::ReadOnly, false);
+            inspect
+                .read_roots
+                .extend(enclosing_repository(&settings.workspace, env));
+            QuietGit::new(Some(Sandbox::confined(
+                exe.clone(),
+                inspect.policy()?,
+                Vec::new(),
+                hidden.clone(),
+            )?))
+        }
+        Err(_) => QuietGit::new(None),
+    };
+    let mut notices = Vec::new();
     let Some(level) = level_of(settings.sandbox.mode, settings.permission_mode) else {
         let why = match settings.sandbox.mode {
             SandboxMode::Auto => "in yolo mode",
             _ => "by request (--sandbox off or [sandbox] mode)",
         };
+        notices.push(format!("sandbox: off {why}; commands run unconfined"));
         return Ok(Confinement {
             sandbox: unconfined(&exe, hidden),
             redactor,
             support: None,
-            notice: Some(format!("sandbox: off {why}; commands run unconfined")),
+            notices,
+            git,
         });
     };
-    let support = match probe(&exe) {
+    let support = match probed {
         Ok(s) => s,
         Err(reason) => {
             let (sandbox, then) = if refuse {
@@ -71,40 +113,72 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
             } else {
                 (unconfined(&exe, hidden), "commands run unconfined")
             };
+            notices.push(format!(
+                "sandbox: the kernel cannot sandbox commands here ({reason}); {then}"
+            ));
             return Ok(Confinement {
                 sandbox,
                 redactor,
                 support: None,
-                notice: Some(format!(
-                    "sandbox: the kernel cannot sandbox commands here ({reason}); {then}"
-                )),
+                notices,
+                git,
             });
         }
     };
     let tmp = private_tmp()?;
+    let layers = private_layers()?;
     let network = settings
         .sandbox
         .network
         .unwrap_or(level == Level::WorkspaceWrite);
     let policy = Layout {
-        level,
-        workspace: settings.workspace.clone(),
-        env,
-        writable_roots: settings.sandbox.writable_roots.clone(),
-        read_roots: settings.sandbox.read_roots.clone(),
-        hidden: user_config_path(env)
-            .and_then(|p| p.parent().map(|d| d.to_path_buf()))
-            .into_iter()
-            .collect(),
-        network,
         tmp: Some(tmp.path().to_path_buf()),
+        layers: Some(layers.path().to_path_buf()),
+        ..layout(level, network)
     }
     .policy()?;
+    if level == Level::WorkspaceWrite {
+        notices.extend(linked_worktree_notice(&settings.workspace));
+    }
+    let mut sandbox = Sandbox::confined(exe, policy, vec![tmp, layers], hidden)?;
+    if level == Level::ReadOnly {
+        // Read-only runs nothing the repository names: not its pager,
+        // fsmonitor, hooks, external diff or drivers. (Its config cannot
+        // change in this mode, so it is read once.)
+        sandbox = sandbox.with_env(git.blanking_env(&settings.workspace));
+    }
     Ok(Confinement {
-        sandbox: Sandbox::confined(exe, policy, Some(tmp), hidden)?,
+        sandbox,
         redactor,
         support: Some(support),
-        notice: None,
+        notices,
+        git,
+    })
+}
+
+/// The repository a workspace below its top lies in (the nearest folder
+/// above holding a `.git`), unless that is the home folder or above it:
+/// git reads it to show the branch, and nothing else needs it.
+fn enclosing_repository(workspace: &Path, env: Env<'_>) -> Option<std::path::PathBuf> {
+    let home = env("HOME").map(std::path::PathBuf::from);
+    let top = workspace
+        .ancestors()
+        .skip(1)
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())?;
+    let too_wide = top.parent().is_none() || home.as_deref().is_some_and(|h| h.starts_with(top));
+    (!too_wide).then(|| top.to_path_buf())
+}
+
+/// A linked worktree's (or a submodule's) repository lies elsewhere, named
+/// by its `.git` file; the sandbox never follows that name, so commands
+/// cannot commit there unless the person grants the folder.
+fn linked_worktree_notice(workspace: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(workspace.join(".git")).ok()?;
+    meta.is_file().then(|| {
+        "sandbox: this workspace's .git is a file (a linked worktree or a submodule): commands \
+         cannot write its repository, which lies elsewhere; to let `git commit` work, add that \
+         repository's .git folder to [sandbox] writable_roots"
+            .to_string()
     })
 }
 

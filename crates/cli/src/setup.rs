@@ -59,11 +59,13 @@ fn max_tokens(settings: &Settings, model_max: u64) -> u32 {
 }
 
 /// The agent's configuration for `spec`; `reported_window` is the context
-/// window the provider itself reported (a config override still wins).
+/// window the provider itself reported (a config override still wins);
+/// `environment` is the environment block of the system prompt.
 pub fn agent_config(
     settings: &Settings,
     spec: &ModelSpec,
     reported_window: Option<u64>,
+    environment: &str,
 ) -> AgentConfig {
     let mut facts = model_facts_with(&spec.model, &settings.models);
     let configured = settings
@@ -97,7 +99,6 @@ pub fn agent_config(
     let skills = Skills::discover(&settings.workspace);
     let instructions =
         ProjectInstructions::discover(&settings.workspace, settings.user_instructions.as_deref());
-    let today = crate::slash::utc_date(std::time::SystemTime::now());
     AgentConfig {
         model: spec.model.clone(),
         model_label: spec.to_string(),
@@ -112,7 +113,7 @@ pub fn agent_config(
             &settings.workspace,
             &skills,
             settings.system_prompt_extra.as_deref(),
-            &environment_block(&settings.workspace, &today),
+            environment,
             &instructions,
         ),
         reasoning: settings.reasoning,
@@ -145,14 +146,16 @@ pub fn open(
         provider,
         context_window,
     } = connect(&spec, settings)?;
-    let mut config = agent_config(settings, &spec, context_window);
     // Commands are confined; in -p nobody can be told they would run
     // unconfined, so a kernel that cannot confine refuses them.
     let confinement = crate::sandboxing::confine(settings, env, args.prompt.is_some())?;
-    if let Some(notice) = &confinement.notice {
-        let style = crate::style::Style::detect(std::io::stderr().is_terminal());
+    let style = crate::style::Style::detect(std::io::stderr().is_terminal());
+    for notice in &confinement.notices {
         crate::render::err_line(&style.dim(notice));
     }
+    let today = crate::slash::utc_date(std::time::SystemTime::now());
+    let environment = environment_block(&settings.workspace, &today, &confinement.git);
+    let mut config = agent_config(settings, &spec, context_window, &environment);
     config.sandbox = confinement.sandbox;
     config.redactor = confinement.redactor;
     let support = confinement.support;
@@ -227,7 +230,7 @@ mod tests {
             ..AgentArgs::default()
         };
         let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
-        let c = agent_config(&s, &spec("anthropic:claude-sonnet-5-5"), None);
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-5-5"), None, "");
         assert_eq!(c.limits, Limits::teaching());
         assert_eq!(c.meter, MeterChoice::Chars);
 
@@ -236,7 +239,7 @@ mod tests {
             ..AgentArgs::default()
         };
         let s = resolve("/w".into(), vec![], &args, &|_| None).unwrap();
-        let c = agent_config(&s, &spec("anthropic:claude-sonnet-4-5"), None);
+        let c = agent_config(&s, &spec("anthropic:claude-sonnet-4-5"), None, "");
         assert_eq!(c.meter, MeterChoice::Tokens);
         assert_eq!(c.context_window, 200_000);
         assert_eq!(c.max_tokens, 8_000);
@@ -261,13 +264,13 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let c = agent_config(&s, &spec("openai:tiny"), Some(8_192));
+        let c = agent_config(&s, &spec("openai:tiny"), Some(8_192), "");
         assert_eq!(
             c.context_window, 10_000,
             "the config wins over the provider"
         );
         assert_eq!(c.limits.context_limit, 4_500, "(10000 - 1000) * 0.5");
-        let c = agent_config(&s, &spec("local:/m/smol.gguf"), Some(8_192));
+        let c = agent_config(&s, &spec("local:/m/smol.gguf"), Some(8_192), "");
         assert_eq!(c.context_window, 8_192, "the provider wins over the table");
     }
 }

@@ -152,8 +152,12 @@ pub fn is_trusted(env: Env<'_>, workspace: &Path) -> bool {
     let Some(path) = trusted_folders_path(env) else {
         return false;
     };
-    std::fs::read_to_string(path)
-        .map(|text| text.lines().any(|l| Path::new(l) == workspace))
+    whittle_sandbox::read_regular_file(&path, 4 << 20)
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .any(|l| Path::new(l) == workspace)
+        })
         .unwrap_or(false)
 }
 

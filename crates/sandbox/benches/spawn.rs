@@ -20,6 +20,7 @@ fn spawn(c: &mut Criterion) {
         hidden: vec![],
         network: false,
         tmp: Some(tmp.path().to_path_buf()),
+        layers: None,
     }
     .policy()
     .unwrap();
@@ -29,7 +30,7 @@ fn spawn(c: &mut Criterion) {
         ("contained", Sandbox::contained(helper.clone(), vec![])),
         (
             "confined",
-            Sandbox::confined(helper, policy, Some(tmp), vec![]).unwrap(),
+            Sandbox::confined(helper, policy, vec![tmp], vec![]).unwrap(),
         ),
     ];
     let mut group = c.benchmark_group("spawn true");

@@ -29,6 +29,48 @@ pub enum ConfineError {
     /// Dropping capabilities failed.
     #[error("cannot drop capabilities: {0}")]
     Caps(#[from] caps::errors::CapsError),
+    /// The seccomp filter could not be built or installed.
+    #[error("seccomp: {0}")]
+    Seccomp(#[from] seccompiler::BackendError),
+    /// The seccomp filter could not be installed.
+    #[error("seccomp: {0}")]
+    SeccompInstall(#[from] seccompiler::Error),
+}
+
+/// `ioctl` requests that push input into a terminal (`TIOCSTI`) or act on
+/// the console (`TIOCLINUX`); the same numbers on every architecture Linux
+/// calls generic (x86_64, aarch64, riscv64).
+const TERMINAL_INJECTION: &[u64] = &[0x5412, 0x541C];
+
+/// Refuses, for this process and everything it starts, the `ioctl`s that
+/// type into a terminal. The command has no terminal (a session of its
+/// own, no `/dev/tty`), so this is the second wall. Needs `no_new_privs`
+/// (set by [`restrict`]) or privilege.
+pub fn refuse_terminal_injection() -> Result<(), ConfineError> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+    let rules = TERMINAL_INJECTION
+        .iter()
+        .map(|request| {
+            // The kernel reads the request as a 32-bit int: compare those
+            // bits only, so high bits set by the caller change nothing.
+            let cond =
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request)?;
+            SeccompRule::new(vec![cond])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let filter = SeccompFilter::new(
+        [(nix::libc::SYS_ioctl, rules)].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(nix::libc::EPERM as u32),
+        arch,
+    )?;
+    let program: seccompiler::BpfProgram = filter.try_into()?;
+    seccompiler::apply_filter(&program)?;
+    Ok(())
 }
 
 /// What Landlock reported after restricting the process, for the probe.
@@ -72,7 +114,10 @@ pub fn restrict(policy: &Policy) -> Result<Enforced, ConfineError> {
     for p in policy.read.iter().chain(&policy.read_only) {
         rule(p, read)?;
     }
-    for p in policy.writable() {
+    for p in policy
+        .writable()
+        .chain(policy.copy_on_write.iter().map(PathBuf::as_path))
+    {
         rule(p, all)?;
     }
     if policy.tmp.is_some() {

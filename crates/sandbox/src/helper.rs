@@ -24,14 +24,14 @@
 //! whittle, but no other namespace (root needs no user namespace for it),
 //! no mounts, no Landlock.
 
-use crate::confine::{drop_capabilities, restrict};
+use crate::confine::{drop_capabilities, refuse_terminal_injection, restrict};
 use crate::mounts::enter_new_root;
 use crate::policy::Policy;
 use crate::spawn::{reap_until, spawn_command};
 use nix::sched::{CloneFlags, unshare};
-use nix::sys::prctl::set_pdeathsig;
+use nix::sys::prctl::{set_dumpable, set_pdeathsig};
 use nix::sys::signal::Signal;
-use nix::unistd::{getgid, getppid, getuid};
+use nix::unistd::{getgid, getppid, getuid, setsid};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -52,7 +52,7 @@ pub const HELPER_FAILED: i32 = 125;
 #[serde(rename_all = "kebab-case")]
 pub enum Plan {
     /// Confine it to the policy.
-    Confine(Policy),
+    Confine(Box<Policy>),
     /// Only keep it (and all it starts) from outliving the call.
     Contain,
 }
@@ -198,6 +198,16 @@ fn init(args: &[OsString]) -> i32 {
     if parent_on_the_machine() != Some(call.parent) {
         return failed("whittle is gone", "not starting the command");
     }
+    // No process of the sandbox may trace this one: a stopped first
+    // process would hold the call until its timeout.
+    if let Err(e) = set_dumpable(false) {
+        return failed("cannot refuse tracing of the sandbox", e);
+    }
+    // A session of its own and no controlling terminal: a command cannot
+    // type into the person's terminal (TIOCSTI) or read from it.
+    if let Err(e) = setsid() {
+        return failed("cannot leave whittle's terminal", e);
+    }
     let enforced = match &call.plan {
         Plan::Confine(policy) => match confine_self(policy) {
             Ok(e) => Some(e),
@@ -228,6 +238,7 @@ fn confine_self(policy: &Policy) -> Result<crate::confine::Enforced, i32> {
         .map_err(|e| failed("cannot build the sandbox's file system", e))?;
     let enforced = restrict(policy).map_err(|e| failed("cannot confine the command", e))?;
     drop_capabilities().map_err(|e| failed("cannot confine the command", e))?;
+    refuse_terminal_injection().map_err(|e| failed("cannot confine the command", e))?;
     Ok(enforced)
 }
 

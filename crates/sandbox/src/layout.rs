@@ -3,6 +3,7 @@
 //! paths stay read-only or hidden inside those.
 
 use crate::error::SandboxError;
+use crate::islands::{add_git_islands, add_workspace_islands};
 use crate::policy::Policy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -62,6 +63,11 @@ const HOME_TOOLCHAINS: &[(&str, Option<&str>)] = &[
     (".config/git", None),
 ];
 
+/// Folder names of toolchains whose root a `PATH` entry inside them needs.
+const TOOLCHAIN_NAMES: &[&str] = &[
+    ".cargo", ".rustup", ".pyenv", ".nvm", ".volta", ".bun", ".deno", ".rbenv", ".goenv",
+];
+
 /// Secrets hidden even when a visible folder holds them (the workspace may
 /// be the home folder): relative to the home folder.
 const HOME_SECRETS: &[&str] = &[
@@ -92,14 +98,6 @@ const SYSTEM_SECRETS: &[&str] = &[
     "/etc/sudoers.d",
 ];
 
-/// Folders in the workspace whose content runs code outside the sandbox
-/// later (git hooks, editors' task files) or configures whittle; they stay
-/// read-only to commands. `.git`'s own are handled apart (worktrees).
-const WORKSPACE_ISLANDS: &[&str] = &[".whittle", ".vscode", ".idea"];
-
-/// How deep to look for nested git repositories in the workspace.
-const NESTED_REPO_DEPTH: usize = 3;
-
 /// Everything a sandbox is built from.
 pub struct Layout<'a> {
     /// How much commands may change.
@@ -119,13 +117,18 @@ pub struct Layout<'a> {
     pub network: bool,
     /// The private temp folder.
     pub tmp: Option<PathBuf>,
+    /// A private folder, outside every folder commands see, for the upper
+    /// layers of the package caches; without one the caches are read-only.
+    pub layers: Option<PathBuf>,
 }
 
 impl Layout<'_> {
-    /// The policy for this layout. Creates what commands are expected to
-    /// write but may not create themselves: the package managers' cache
-    /// folders and the workspace's `.whittle/` (so a command cannot create
-    /// it with its own config).
+    /// The policy for this layout. Only the level, the config and the
+    /// machine decide what is granted; the workspace's content (`.git`
+    /// files, `commondir`, links) only adds protection inside it. Creates
+    /// nothing outside the workspace: the workspace's `.whittle/` (so a
+    /// command cannot create it with its own config) and missing `hooks/`
+    /// and `info/` folders of its repositories.
     pub fn policy(&self) -> Result<Policy, SandboxError> {
         let home = (self.env)("HOME")
             .map(PathBuf::from)
@@ -156,20 +159,29 @@ impl Layout<'_> {
             Level::ReadOnly => p.read.push(workspace.clone()),
             Level::WorkspaceWrite => {
                 p.write.push(workspace.clone());
-                for cache in self.caches(home.as_deref()) {
-                    create_dir(&cache)?;
-                    p.write.extend(real(&cache));
+                let layers = self.layers.as_deref().and_then(real);
+                // Only caches that exist: whittle makes none of them.
+                for cache in self.caches(home.as_deref()).iter().filter_map(|c| real(c)) {
+                    if layers.is_some() {
+                        p.copy_on_write.push(cache);
+                    } else {
+                        p.read.push(cache);
+                    }
                 }
-                p.write
-                    .extend(self.writable_roots.iter().filter_map(|r| real(r)));
+                p.layers = layers;
+                let configured: Vec<PathBuf> =
+                    self.writable_roots.iter().filter_map(|r| real(r)).collect();
+                p.write.extend(configured.iter().cloned());
                 create_dir(&workspace.join(".whittle"))?;
-                p.read_only.extend(
-                    WORKSPACE_ISLANDS
-                        .iter()
-                        .filter_map(|name| real(&workspace.join(name))),
-                );
-                add_git_islands(&mut p, &workspace);
-                p.workspace = Some(workspace.clone());
+                ignore_in_git(&workspace.join(".whittle"));
+                add_workspace_islands(&mut p, &workspace);
+                p.repo_roots = std::iter::once(workspace.clone())
+                    .chain(configured)
+                    .collect();
+                p.quarantine = Some(workspace.join(".whittle").join("quarantine"));
+                for root in p.repo_roots.clone() {
+                    add_git_islands(&mut p, &root);
+                }
             }
         }
         p.hidden = self.secrets(home.as_deref());
@@ -191,8 +203,9 @@ impl Layout<'_> {
             .collect()
     }
 
-    /// `PATH`'s folders, and the toolchain folder holding a `bin` or
-    /// `shims` folder on it (`~/.pyenv/shims` runs `~/.pyenv/libexec/...`),
+    /// `PATH`'s folders themselves (their parents are not: `~/.local/bin`
+    /// does not open `~/.local/share`), plus the root of a known toolchain
+    /// one lies in,
     /// less those that would open up too much: the root, the home folder or
     /// a parent of it, the system temp folder, a parent of the workspace.
     fn path_dirs(&self, home: Option<&Path>, workspace: &Path) -> Vec<PathBuf> {
@@ -207,16 +220,18 @@ impl Layout<'_> {
         let mut out = Vec::new();
         for dir in std::env::split_paths(&path).filter(|d| d.is_absolute()) {
             let Some(dir) = real(&dir) else { continue };
-            let toolchain = dir
-                .file_name()
-                .is_some_and(|n| n == "bin" || n == "shims")
-                .then(|| dir.parent().map(Path::to_path_buf))
-                .flatten();
-            out.extend(
-                std::iter::once(dir)
-                    .chain(toolchain)
-                    .filter(|d| acceptable(d)),
-            );
+            // A shim or bin folder of a known toolchain needs its root
+            // (`~/.pyenv/shims` runs `~/.pyenv/libexec/pyenv`), wherever
+            // that toolchain lives.
+            let root = dir
+                .ancestors()
+                .find(|a| {
+                    a.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| TOOLCHAIN_NAMES.contains(&n))
+                })
+                .map(Path::to_path_buf);
+            out.extend(std::iter::once(dir).chain(root).filter(|d| acceptable(d)));
         }
         out
     }
@@ -276,79 +291,6 @@ fn add_following_link(p: &mut Policy, root: &Path) {
     }
 }
 
-/// `.git/hooks` and `.git/config` of the workspace's repository and of
-/// repositories nested a few levels down stay read-only (a missing hooks
-/// folder is created first); a worktree's `.git` file points at folders
-/// outside the workspace, which become writable so that git works, less
-/// their hooks and config. A repository a command creates with `git init`
-/// is protected from the next command on.
-pub(crate) fn add_git_islands(p: &mut Policy, workspace: &Path) {
-    let mut repos = vec![workspace.to_path_buf()];
-    nested_repos(workspace, NESTED_REPO_DEPTH, &mut repos);
-    for repo in repos {
-        let dot_git = repo.join(".git");
-        if dot_git.is_dir() {
-            // A missing hooks folder could be created by a command, hooks
-            // and all: make it now, so that it can be made read-only.
-            let _ = std::fs::create_dir_all(dot_git.join("hooks"));
-            p.read_only.extend(
-                [dot_git.join("hooks"), dot_git.join("config")]
-                    .iter()
-                    .filter_map(|x| real(x)),
-            );
-        } else if let Some(gitdir) = gitdir_of(&dot_git) {
-            let common = std::fs::read_to_string(gitdir.join("commondir"))
-                .ok()
-                .and_then(|c| real(&gitdir.join(c.trim())))
-                .unwrap_or_else(|| gitdir.clone());
-            let _ = std::fs::create_dir_all(common.join("hooks"));
-            p.write.push(gitdir.clone());
-            p.write.push(common.clone());
-            p.read_only.extend(
-                [
-                    common.join("hooks"),
-                    common.join("config"),
-                    gitdir.join("config.worktree"),
-                ]
-                .iter()
-                .filter_map(|x| real(x)),
-            );
-        }
-    }
-}
-
-/// The folder a `.git` file (`gitdir: PATH`) points at.
-fn gitdir_of(dot_git: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dot_git).ok()?;
-    let rel = text.trim().strip_prefix("gitdir:")?.trim();
-    real(&dot_git.parent()?.join(rel))
-}
-
-/// Folders holding a `.git` below `dir`, `depth` levels down at most.
-fn nested_repos(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth == 0 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let skip = matches!(
-            name.to_str(),
-            Some(".git" | "node_modules" | "target" | ".whittle" | ".venv")
-        );
-        if skip || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let sub = entry.path();
-        if sub.join(".git").exists() {
-            out.push(sub.clone());
-        }
-        nested_repos(&sub, depth - 1, out);
-    }
-}
-
 /// Removes duplicates and what another root already grants: a read root
 /// inside a writable folder would otherwise become a read-only island, and
 /// hidden paths outside every visible root need no hiding.
@@ -377,7 +319,19 @@ pub(crate) fn tidy(p: &mut Policy) {
     p.read_only.sort();
     p.read_only.dedup();
     p.read_only.retain(|r| inside(r, &writable));
-    let visible: Vec<PathBuf> = writable.iter().chain(&p.read).cloned().collect();
+    for list in [&mut p.pinned, &mut p.absent] {
+        list.sort();
+        list.dedup();
+        list.retain(|r| inside(r, &writable));
+    }
+    p.copy_on_write.sort();
+    p.copy_on_write.dedup();
+    let visible: Vec<PathBuf> = writable
+        .iter()
+        .chain(&p.read)
+        .chain(&p.copy_on_write)
+        .cloned()
+        .collect();
     p.hidden.sort();
     p.hidden.dedup();
     p.hidden.retain(|h| inside(h, &visible));
@@ -386,6 +340,16 @@ pub(crate) fn tidy(p: &mut Policy) {
 /// `path` with symlinks and `..` resolved, when it exists.
 fn real(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
+}
+
+/// A `.gitignore` of `*` in whittle's folder, so git leaves it alone:
+/// `git status` does not list it and `git stash -u` or `git clean` do not
+/// try to remove what commands cannot change.
+fn ignore_in_git(dir: &Path) {
+    let file = dir.join(".gitignore");
+    if std::fs::symlink_metadata(&file).is_err() {
+        let _ = std::fs::write(file, "*\n");
+    }
 }
 
 fn create_dir(path: &Path) -> Result<(), SandboxError> {
@@ -442,6 +406,7 @@ mod tests {
                 hidden: vec![self.p("home/.config/whittle")],
                 network: false,
                 tmp: None,
+                layers: None,
             }
             .policy()
             .unwrap()
@@ -465,8 +430,9 @@ mod tests {
                 "{island} is read-only: {p:?}"
             );
         }
+        assert!(p.pinned.contains(&m.p("ws/.git")), "{p:?}");
+        assert!(p.absent.contains(&m.p("ws/.vscode")), "{p:?}");
         assert!(m.p("ws/.whittle").is_dir(), ".whittle is made beforehand");
-        assert!(p.allows_write(&m.p("home/.cargo/registry/x")));
         assert!(!p.allows_write(&m.p("home/.cargo/bin/cargo")));
         assert!(p.allows_read(&m.p("home/.cargo/bin/cargo")));
         assert!(p.allows_read(&m.p("home/.gitconfig")));
@@ -474,6 +440,37 @@ mod tests {
         assert!(!p.allows_read(&m.p("home/.ssh/id_ed25519")));
         assert!(!p.allows_read(&m.p("home/.bashrc")));
         assert!(!p.allows_read(&m.p("home/.config/whittle/config.toml")));
+        for cache in [".npm", ".cargo/registry", ".cargo/git", ".cache/pip"] {
+            assert!(!m.p("home").join(cache).exists(), "{cache} is not made");
+        }
+    }
+
+    #[test]
+    fn existing_caches_are_copy_on_write_when_there_is_a_layer_folder() {
+        let m = Machine::new();
+        std::fs::create_dir_all(m.p("home/.cargo/registry")).unwrap();
+        std::fs::create_dir_all(m.p("layers")).unwrap();
+        let vars: HashMap<&str, PathBuf> = [("HOME", m.p("home"))].into();
+        let env = |k: &str| vars.get(k).map(|p| p.display().to_string());
+        let layout = |layers: Option<PathBuf>| Layout {
+            level: Level::WorkspaceWrite,
+            workspace: m.p("ws"),
+            env: &env,
+            writable_roots: vec![],
+            read_roots: vec![],
+            hidden: vec![],
+            network: true,
+            tmp: None,
+            layers,
+        };
+        let p = layout(Some(m.p("layers"))).policy().unwrap();
+        assert_eq!(p.copy_on_write, vec![m.p("home/.cargo/registry")]);
+        assert_eq!(p.layers, Some(m.p("layers")));
+        assert!(!p.allows_write(&m.p("home/.cargo/registry/src/x/build.rs")));
+        let p = layout(None).policy().unwrap();
+        assert!(p.copy_on_write.is_empty());
+        assert!(p.allows_read(&m.p("home/.cargo/registry/x")));
+        assert!(!p.allows_write(&m.p("home/.cargo/registry/x")));
     }
 
     #[test]
@@ -516,6 +513,7 @@ mod tests {
             hidden: vec![m.p("home/.config/whittle")],
             network: true,
             tmp: None,
+            layers: None,
         }
         .policy()
         .unwrap();
@@ -526,33 +524,49 @@ mod tests {
     }
 
     #[test]
-    fn a_worktree_can_commit_but_not_change_hooks_or_config() {
+    fn a_git_file_in_the_workspace_never_widens_the_sandbox() {
         let m = Machine::new();
         let common = m.p("main/.git");
         let gitdir = common.join("worktrees/wt");
         std::fs::create_dir_all(&gitdir).unwrap();
-        std::fs::create_dir_all(common.join("hooks")).unwrap();
-        std::fs::write(common.join("config"), "").unwrap();
         std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
-        std::fs::create_dir_all(m.p("wt")).unwrap();
-        std::fs::write(m.p("wt/.git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
-        let vars: HashMap<&str, PathBuf> = [("HOME", m.p("home"))].into();
-        let env = |k: &str| vars.get(k).map(|p| p.display().to_string());
-        let p = Layout {
-            level: Level::WorkspaceWrite,
-            workspace: m.p("wt"),
-            env: &env,
-            writable_roots: vec![],
-            read_roots: vec![],
-            hidden: vec![],
-            network: true,
-            tmp: None,
+        std::fs::create_dir_all(m.p("ws/wt")).unwrap();
+        std::fs::write(m.p("ws/wt/.git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(m.p("ws/sub/.git/commondir"), "../../../home\n").unwrap();
+        std::fs::write(m.p("ws/.git/x"), "").unwrap();
+        let p = m.policy(Level::WorkspaceWrite, &[]);
+        for outside in [&common, &gitdir, &m.p("home"), &m.p("main")] {
+            assert!(!p.allows_write(&outside.join("x")), "{outside:?}: {p:?}");
+            assert!(!p.allows_read(&outside.join("x")), "{outside:?}: {p:?}");
         }
-        .policy()
-        .unwrap();
-        assert!(p.allows_write(&common.join("objects/ab")));
-        assert!(p.allows_write(&gitdir.join("index")));
-        assert!(!p.allows_write(&common.join("hooks/pre-commit")));
-        assert!(!p.allows_write(&common.join("config")));
+        assert!(
+            !p.allows_write(&m.p("ws/wt/.git")),
+            "the .git file is read-only"
+        );
+        assert!(!p.allows_write(&m.p("ws/sub/.git/commondir")));
+        assert!(p.allows_write(&m.p("ws/.git/objects/ab")));
+        assert!(p.allows_write(&m.p("ws/.git/index")));
+        assert!(
+            !p.allows_write(&m.p("main/.git/hooks")),
+            "nothing made outside"
+        );
+        assert!(!common.join("hooks").exists(), "nothing made outside");
+    }
+
+    #[test]
+    fn path_folders_expose_only_themselves() {
+        let m = Machine::new();
+        std::fs::create_dir_all(m.p("home/.local/bin")).unwrap();
+        std::fs::create_dir_all(m.p("home/.local/share/app")).unwrap();
+        std::fs::create_dir_all(m.p("opt/tool/bin")).unwrap();
+        let path = format!(
+            "{}:{}",
+            m.p("home/.local/bin").display(),
+            m.p("opt/tool/bin").display()
+        );
+        let p = m.policy(Level::WorkspaceWrite, &[("PATH", path)]);
+        assert!(p.allows_read(&m.p("home/.local/bin/x")));
+        assert!(!p.allows_read(&m.p("home/.local/share/app/x")), "{p:?}");
+        assert!(!p.allows_read(&m.p("opt/tool/secret")), "{p:?}");
     }
 }

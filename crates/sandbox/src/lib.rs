@@ -14,9 +14,17 @@
 //! - applies Landlock with the same lists (reads, writes, devices), scopes
 //!   abstract sockets and signals to the sandbox, and drops every
 //!   capability, with `no_new_privs` so set-uid programs gain nothing;
-//! - runs the command as the first process's child, closing every file
-//!   descriptor but the standard streams; when the command ends, or
-//!   whittle dies, the whole namespace is killed.
+//! - runs the command as the first process's child, in a session of its
+//!   own with no terminal (and `TIOCSTI` refused by seccomp), closing every
+//!   file descriptor but the standard streams; the first process cannot be
+//!   traced; when the command ends, or whittle dies, the whole namespace
+//!   is killed.
+//!
+//! Nothing in the workspace widens the sandbox: `.git` files, `commondir`
+//! and links only add protection inside it (see the `islands` module), the
+//! package caches are seen copy-on-write, and whittle's own git
+//! ([`QuietGit`]) and reads of workspace files ([`read_regular_file`]) run
+//! and block on nothing the repository supplies.
 //!
 //! [`Layout`] turns a [`Level`] and the user's machine into a [`Policy`];
 //! [`Sandbox`] is what the tools hold to build commands; [`probe`] checks
@@ -25,18 +33,25 @@
 mod check;
 mod confine;
 mod error;
+mod git;
 mod helper;
+mod islands;
 mod layout;
 mod mounts;
 mod policy;
+mod quarantine;
+mod read;
 mod sandbox;
 mod spawn;
 mod tmp;
 
 pub use check::{Finding, SelfTestError, self_test};
 pub use error::SandboxError;
+pub use git::{GIT_TIMEOUT, QuietGit};
 pub use helper::{HELPER_FAILED, run_helper_if_asked};
 pub use layout::{Env, Layout, Level};
 pub use policy::Policy;
+pub use quarantine::{Quarantined, quarantine_new_paths};
+pub use read::{ReadError, read_regular_file};
 pub use sandbox::{Sandbox, SandboxState, Support, probe, probe_contain};
-pub use tmp::private_tmp;
+pub use tmp::{private_layers, private_tmp};

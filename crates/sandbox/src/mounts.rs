@@ -40,7 +40,8 @@ const OLD: &str = "/oldroot";
 const NEW: &str = "/newroot";
 
 /// Device files a command may use; all but the random ones are writable.
-pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// No `tty`: a command has no terminal to type into.
+pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 
 /// Parts of `/proc` that change the kernel; read-only even though Landlock
 /// already refuses writes there.
@@ -55,6 +56,9 @@ enum Entry {
         at: PathBuf,
         writable: bool,
     },
+    /// A folder seen through an overlay whose upper layer is the private
+    /// folder `layer`: reads see the folder outside, writes stay private.
+    Overlay { at: PathBuf, layer: PathBuf },
     /// Make an already bound path read-only.
     ReadOnly(PathBuf),
     /// Cover a path with an empty read-only folder or file.
@@ -66,16 +70,18 @@ enum Entry {
 impl Entry {
     fn at(&self) -> &Path {
         match self {
-            Entry::Bind { at, .. } | Entry::ReadOnly(at) | Entry::Hide(at) | Entry::Link(at, _) => {
-                at
-            }
+            Entry::Bind { at, .. }
+            | Entry::Overlay { at, .. }
+            | Entry::ReadOnly(at)
+            | Entry::Hide(at)
+            | Entry::Link(at, _) => at,
         }
     }
 
     /// Binds come before what is done inside them at the same depth.
     fn rank(&self) -> u8 {
         match self {
-            Entry::Link(..) | Entry::Bind { .. } => 0,
+            Entry::Link(..) | Entry::Bind { .. } | Entry::Overlay { .. } => 0,
             Entry::ReadOnly(_) => 1,
             Entry::Hide(_) => 2,
         }
@@ -110,6 +116,28 @@ fn entries(policy: &Policy) -> Vec<Entry> {
             at: t.clone(),
             writable: true,
         });
+    }
+    // A second bind of the same path: a mount point cannot be renamed,
+    // removed or replaced.
+    for pin in &policy.pinned {
+        out.push(Entry::Bind {
+            from: pin.clone(),
+            at: pin.clone(),
+            writable: true,
+        });
+    }
+    for (i, cache) in policy.copy_on_write.iter().enumerate() {
+        match &policy.layers {
+            Some(layers) => out.push(Entry::Overlay {
+                at: cache.clone(),
+                layer: layers.join(i.to_string()),
+            }),
+            None => out.push(Entry::Bind {
+                from: cache.clone(),
+                at: cache.clone(),
+                writable: false,
+            }),
+        }
     }
     out.extend(policy.read_only.iter().cloned().map(Entry::ReadOnly));
     out.extend(policy.hidden.iter().cloned().map(Entry::Hide));
@@ -192,6 +220,17 @@ fn place(entry: &Entry) -> Result<(), MountError> {
             bind(&from, &at)?;
             remount(&at, *writable, true)
         }
+        Entry::Overlay { at, layer } => {
+            let lower = under(OLD, at);
+            let new_at = under(NEW, at);
+            make_mount_point(&new_at, true)?;
+            if mount_overlay(&lower, &under(OLD, layer), &new_at).is_err() {
+                // No overlay here: the cache can be read, not changed.
+                bind(&lower, &new_at)?;
+                return remount(&new_at, false, true);
+            }
+            Ok(())
+        }
         Entry::ReadOnly(path) => {
             let at = under(NEW, path);
             bind(&at, &at)?;
@@ -222,6 +261,42 @@ fn place(entry: &Entry) -> Result<(), MountError> {
             std::os::unix::fs::symlink(target, &at).map_err(fail("cannot link", link))
         }
     }
+}
+
+/// Mounts an overlay of `lower` at `at` whose upper layer and work folder
+/// live in `layer` (made if missing). Refused for paths holding the
+/// characters that separate overlay options.
+fn mount_overlay(lower: &Path, layer: &Path, at: &Path) -> Result<(), MountError> {
+    let upper = layer.join("upper");
+    let work = layer.join("work");
+    for dir in [&upper, &work] {
+        std::fs::create_dir_all(dir).map_err(fail("cannot create", dir))?;
+    }
+    let mut options = String::new();
+    for (key, path) in [
+        ("lowerdir", lower),
+        ("upperdir", &upper),
+        ("workdir", &work),
+    ] {
+        let text = path.to_str().filter(|t| !t.contains([',', ':', '\\']));
+        let Some(text) = text else {
+            return Err(MountError {
+                what: "cannot use in an overlay",
+                path: path.to_path_buf(),
+                source: std::io::ErrorKind::InvalidInput.into(),
+            });
+        };
+        options.push_str(&format!("{key}={text},"));
+    }
+    options.push_str("userxattr");
+    mount(
+        Some("overlay"),
+        at,
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(fail("cannot mount an overlay on", at))
 }
 
 /// Creates an empty folder or file to mount on, with its parents.
@@ -350,13 +425,15 @@ mod tests {
     fn parents_are_mounted_before_what_lies_inside_them() {
         let p = Policy {
             read: vec!["/usr".into(), "/home/u/.cargo".into()],
-            write: vec!["/tmp/x/ws".into(), "/home/u/.cargo/registry".into()],
+            write: vec!["/tmp/x/ws".into()],
             read_only: vec!["/tmp/x/ws/.git/hooks".into()],
             hidden: vec!["/tmp/x/ws/.ssh".into()],
             links: vec![("/bin".into(), "usr/bin".into())],
             tmp: Some("/tmp/whittle-1".into()),
-            network: false,
-            workspace: None,
+            pinned: vec!["/tmp/x/ws/.git".into()],
+            copy_on_write: vec!["/home/u/.cargo/registry".into()],
+            layers: Some("/tmp/layers".into()),
+            ..Policy::default()
         };
         let order: Vec<String> = entries(&p)
             .iter()
@@ -365,7 +442,8 @@ mod tests {
         let pos = |p: &str| order.iter().position(|o| o == p).unwrap();
         assert!(pos("/tmp") < pos("/tmp/x/ws"), "{order:?}");
         assert!(pos("/tmp") < pos("/tmp/whittle-1"));
-        assert!(pos("/tmp/x/ws") < pos("/tmp/x/ws/.git/hooks"));
+        assert!(pos("/tmp/x/ws") < pos("/tmp/x/ws/.git"));
+        assert!(pos("/tmp/x/ws/.git") < pos("/tmp/x/ws/.git/hooks"));
         assert!(pos("/tmp/x/ws") < pos("/tmp/x/ws/.ssh"));
         assert!(pos("/home/u/.cargo") < pos("/home/u/.cargo/registry"));
         assert_eq!(

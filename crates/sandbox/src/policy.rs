@@ -23,9 +23,25 @@ pub struct Policy {
     /// Paths inside `write` that stay read-only (settings and hooks whose
     /// change would run code outside the sandbox later).
     pub read_only: Vec<PathBuf>,
+    /// Paths inside `write` bound onto themselves, still writable: a mount
+    /// point cannot be renamed, removed or replaced, so a repository's
+    /// `.git` stays the one whose hooks and config are protected.
+    pub pinned: Vec<PathBuf>,
     /// Paths inside `read` or `write` that are replaced by an empty folder
     /// or file: secrets that happen to lie in a visible folder.
     pub hidden: Vec<PathBuf>,
+    /// Package caches seen copy-on-write: commands read what is there and
+    /// write to a layer of their own under `layers`, so nothing they write
+    /// there is run later by a build outside the sandbox.
+    pub copy_on_write: Vec<PathBuf>,
+    /// Where the private upper layers of `copy_on_write` live (outside every
+    /// folder the command sees); without it those caches are read-only.
+    pub layers: Option<PathBuf>,
+    /// Paths that did not exist when the policy was made and must not exist
+    /// after a command (a new `.git/commondir`, `.vscode`): the kernel can
+    /// only protect what exists, so what a command creates there is moved
+    /// to the quarantine folder when it ends.
+    pub absent: Vec<PathBuf>,
     /// Symbolic links recreated as they are outside (`/bin -> usr/bin`), so
     /// paths through them keep working: (link, what it points to).
     pub links: Vec<(PathBuf, PathBuf)>,
@@ -34,10 +50,12 @@ pub struct Policy {
     /// Whether the command shares the machine's network. When false it gets
     /// a network namespace of its own with nothing in it.
     pub network: bool,
-    /// The workspace when it is writable: its git repositories are looked
-    /// for again before each command, so that one a command created with
-    /// `git init` has read-only hooks and config from the next command on.
-    pub workspace: Option<PathBuf>,
+    /// Folders whose git repositories are looked for again before each
+    /// command (the workspace and configured writable roots), so that one a
+    /// command created with `git init` is protected from the next command on.
+    pub repo_roots: Vec<PathBuf>,
+    /// Where [`Policy::absent`] paths a command created are moved.
+    pub quarantine: Option<PathBuf>,
 }
 
 impl Policy {
@@ -45,10 +63,10 @@ impl Policy {
     /// repositories as they are now made read-only.
     pub fn with_current_repos(&self) -> Policy {
         let mut p = self.clone();
-        if let Some(ws) = &self.workspace {
-            crate::layout::add_git_islands(&mut p, ws);
-            crate::layout::tidy(&mut p);
+        for root in &self.repo_roots {
+            crate::islands::add_git_islands(&mut p, root);
         }
+        crate::layout::tidy(&mut p);
         p
     }
 }

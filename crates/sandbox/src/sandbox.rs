@@ -3,10 +3,11 @@
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
 use crate::policy::Policy;
+use crate::quarantine::{Quarantined, quarantine_new_paths};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How the commands of a session run. Cheap to clone; the private temp
 /// folder is removed when the last clone is dropped.
@@ -20,6 +21,12 @@ struct Inner {
     mode: Mode,
     /// Variables the command must not inherit (provider keys).
     hidden_env: Vec<String>,
+    /// Variables every command gets (read-only mode's blanked git
+    /// settings).
+    set_env: Vec<(String, String)>,
+    /// The policy the last command was started with, for
+    /// [`Sandbox::after_command`].
+    last: Mutex<Option<Policy>>,
 }
 
 #[derive(Debug)]
@@ -32,7 +39,7 @@ enum Mode {
         helper: PathBuf,
         policy: Box<Policy>,
         policy_text: String,
-        _tmp: Option<tempfile::TempDir>,
+        _keep: Vec<tempfile::TempDir>,
     },
     Refused {
         reason: String,
@@ -73,21 +80,21 @@ impl Sandbox {
 
     /// Commands run through `helper` (an executable that calls
     /// [`crate::run_helper_if_asked`] first thing, e.g. whittle itself),
-    /// confined to `policy`. `tmp` is the private temp folder named in the
-    /// policy, kept alive as long as the sandbox.
+    /// confined to `policy`. `keep` holds the private folders the policy
+    /// names (temp folder, cache layers), removed with the sandbox.
     pub fn confined(
         helper: PathBuf,
         policy: Policy,
-        tmp: Option<tempfile::TempDir>,
+        keep: Vec<tempfile::TempDir>,
         hidden_env: Vec<String>,
     ) -> Result<Sandbox, SandboxError> {
-        let policy_text = serde_json::to_string(&Plan::Confine(policy.clone()))?;
+        let policy_text = serde_json::to_string(&Plan::Confine(Box::new(policy.clone())))?;
         Ok(Sandbox::with(
             Mode::Confined {
                 helper,
                 policy: Box::new(policy),
                 policy_text,
-                _tmp: tmp,
+                _keep: keep,
             },
             hidden_env,
         ))
@@ -112,7 +119,26 @@ impl Sandbox {
 
     fn with(mode: Mode, hidden_env: Vec<String>) -> Sandbox {
         Sandbox {
-            inner: Arc::new(Inner { mode, hidden_env }),
+            inner: Arc::new(Inner {
+                mode,
+                hidden_env,
+                set_env: Vec::new(),
+                last: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// This sandbox, with `vars` set for every command. Call it before the
+    /// sandbox is cloned: a shared one is returned unchanged.
+    pub fn with_env(self, vars: Vec<(String, String)>) -> Sandbox {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner.set_env = vars;
+                Sandbox {
+                    inner: Arc::new(inner),
+                }
+            }
+            Err(inner) => Sandbox { inner },
         }
     }
 
@@ -181,15 +207,18 @@ impl Sandbox {
                 ..
             } => {
                 // A repository created by the last command is protected now.
-                let fresh = policy
-                    .workspace
+                let fresh = (!policy.repo_roots.is_empty()).then(|| policy.with_current_repos());
+                let fresh_text = fresh
                     .as_ref()
-                    .map(|_| serde_json::to_string(&Plan::Confine(policy.with_current_repos())))
+                    .map(|p| serde_json::to_string(&Plan::Confine(Box::new(p.clone()))))
                     .transpose()?;
+                if let Ok(mut last) = self.inner.last.lock() {
+                    *last = Some(fresh.unwrap_or_else(|| (**policy).clone()));
+                }
                 let mut c = Command::new(helper);
                 c.arg(HELPER_ARG)
                     .arg(std::process::id().to_string())
-                    .arg(fresh.as_deref().unwrap_or(policy_text))
+                    .arg(fresh_text.as_deref().unwrap_or(policy_text))
                     .arg("--")
                     .arg(program)
                     .args(args);
@@ -209,7 +238,18 @@ impl Sandbox {
         for var in &self.inner.hidden_env {
             cmd.env_remove(var);
         }
+        cmd.envs(self.inner.set_env.iter().map(|(k, v)| (k, v)));
         Ok(cmd)
+    }
+}
+
+impl Sandbox {
+    /// Call when a command from [`Sandbox::command`] has ended: moves what
+    /// it created where the kernel could not stop it (a new
+    /// `.git/commondir`, `.vscode`) to the quarantine folder, and says so.
+    pub fn after_command(&self) -> Vec<Quarantined> {
+        let last = self.inner.last.lock().ok().and_then(|mut l| l.take());
+        last.map(|p| quarantine_new_paths(&p)).unwrap_or_default()
     }
 }
 
@@ -237,7 +277,8 @@ pub fn probe(helper: &Path) -> Result<Support, String> {
             .collect(),
         ..Policy::default()
     };
-    let text = serde_json::to_string(&Plan::Confine(policy)).map_err(|e| e.to_string())?;
+    let text =
+        serde_json::to_string(&Plan::Confine(Box::new(policy))).map_err(|e| e.to_string())?;
     run_probe(helper, &text)
 }
 

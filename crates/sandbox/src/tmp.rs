@@ -11,10 +11,21 @@ const PREFIX: &str = "whittle-tmp-";
 /// folder; it is removed when the returned value is dropped. Folders left
 /// by sessions that were killed (their pid is gone) are removed first.
 pub fn private_tmp() -> Result<tempfile::TempDir, SandboxError> {
+    private_folder("")
+}
+
+/// Creates the session's folder for the upper layers of the package caches
+/// (see [`crate::Policy::copy_on_write`]), like [`private_tmp`]; commands
+/// never see it.
+pub fn private_layers() -> Result<tempfile::TempDir, SandboxError> {
+    private_folder("layers-")
+}
+
+fn private_folder(tag: &str) -> Result<tempfile::TempDir, SandboxError> {
     let base = std::env::temp_dir();
     remove_stale(&base);
     let dir = tempfile::Builder::new()
-        .prefix(&format!("{PREFIX}{}-", std::process::id()))
+        .prefix(&format!("{PREFIX}{}-{tag}", std::process::id()))
         .tempdir_in(&base)
         .map_err(|source| SandboxError::Create {
             path: base.clone(),

@@ -265,6 +265,14 @@ impl BashTool {
                 "[cancelled: the command and its whole process group were killed]".to_owned()
             }
         };
+        // The command and its whole sandbox have ended: what it created
+        // where the kernel could not stop it is moved aside now.
+        notes.extend(
+            ctx.sandbox()
+                .after_command()
+                .iter()
+                .map(|moved| moved.describe(ctx.workspace())),
+        );
         notes.push(status_notes);
         let is_error = match ending {
             Ending::Exited(status) => !status.success(),

@@ -374,17 +374,16 @@ fn folder_name(skill_md: &Path) -> Option<&str> {
 
 /// Reads and parses one SKILL.md, with a one-line error.
 fn load(path: &Path) -> Result<ParsedSkill, String> {
-    let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "the folder has no SKILL.md".to_owned(),
-        _ => format!("cannot read SKILL.md: {e}"),
+    let bytes = whittle_sandbox::read_regular_file(path, MAX_SKILL_BYTES).map_err(|e| match e {
+        e if e.is_not_found() => "the folder has no SKILL.md".to_owned(),
+        whittle_sandbox::ReadError::NotRegular { .. } => {
+            "SKILL.md is not a regular file".to_owned()
+        }
+        whittle_sandbox::ReadError::TooLarge { .. } => {
+            format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes")
+        }
+        other => format!("cannot read SKILL.md: {other}"),
     })?;
-    if !meta.is_file() {
-        return Err("SKILL.md is not a regular file".to_owned());
-    }
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes"));
-    }
-    let bytes = fs::read(path).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| "SKILL.md is not valid UTF-8".to_owned())?;
     parse_skill(&text).map_err(|e| e.to_string())
 }

@@ -336,6 +336,20 @@ fn read_only_mode_runs_only_reading_commands() {
         "sort -o out in",
         "ls; touch x",
         "echo 'unterminated",
+        // Programs of the workspace run through reading commands.
+        "git grep -O./evil.sh main",
+        "git grep -nO./evil.sh main",
+        "git grep --open-files-in-pager=./evil.sh main",
+        "LESSOPEN='|./evil.sh %s' less src/main.rs",
+        "env LESSOPEN='|./evil.sh %s' less src/main.rs",
+        "PAGER=./evil.sh git log",
+        "GIT_PAGER=./evil.sh git log",
+        "GIT_EXTERNAL_DIFF=./evil.sh git diff",
+        "git diff --ext-diff",
+        "git log -p --textconv",
+        "git -p log",
+        "git --git-dir=elsewhere log",
+        "git -c core.pager=./evil.sh log",
     ] {
         let d = check(&policy, "bash", &bash(cmd), &f.ws);
         assert_eq!(kind(&d), "deny", "{cmd:?} -> {d:?}");
@@ -442,6 +456,30 @@ fn file_tools_by_mode() {
             "write_file",
             ".git/hooks/pre-commit",
             ["ask", "deny", "ask", "allow"],
+        ),
+        // The same islands as the sandbox's, at any depth, and a `.git`
+        // file that would point git elsewhere.
+        ("write_file", "sub/.git", ["ask", "deny", "ask", "allow"]),
+        (
+            "write_file",
+            "a/b/c/d/e/.git/config",
+            ["ask", "deny", "ask", "allow"],
+        ),
+        (
+            "write_file",
+            "src/.vscode/tasks.json",
+            ["ask", "deny", "ask", "allow"],
+        ),
+        ("write_file", ".idea/x.xml", ["ask", "deny", "ask", "allow"]),
+        (
+            "edit_file",
+            "vendor/lib/.whittle/config.toml",
+            ["ask", "deny", "ask", "allow"],
+        ),
+        (
+            "write_file",
+            "src/git.rs",
+            ["ask", "deny", "allow", "allow"],
         ),
     ];
     for (tool, path, want) in &table {

@@ -464,10 +464,12 @@ impl Arena {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         }
-        // Caches the sandbox makes writable: made now, so their creation is
-        // not mistaken for a change.
-        for rel in [".npm", ".cargo/registry", ".cargo/git", "cache/pip"] {
+        // Caches that exist are seen copy-on-write: what a command writes
+        // there stays private, so they are part of the snapshot like the
+        // rest of home. (~/.cargo/git is left missing: whittle makes none.)
+        for rel in [".npm/_cacache", ".cargo/registry/index", "cache/pip"] {
             std::fs::create_dir_all(home.join(rel)).unwrap();
+            std::fs::write(home.join(rel).join("x"), "cached").unwrap();
         }
         std::fs::write(canary.path().join("secret.txt"), SECRET).unwrap();
         for attack in ATTACKS {
@@ -541,7 +543,7 @@ impl Arena {
     fn fill(&self, attack: &Attack) -> String {
         let c = self.c();
         let home = self.h.home.path();
-        attack
+        let text = attack
             .cmd
             .replace(
                 "@V@",
@@ -553,17 +555,8 @@ impl Arena {
                 "@P@",
                 &c.join(format!("pwn-{}", attack.id)).display().to_string(),
             )
-            .replace("@CB@", &c.file_name().unwrap().to_string_lossy())
-            .replace("@CP@", &c.parent().unwrap().display().to_string())
-            .replace("@C@", &c.display().to_string())
-            .replace(
-                "@UC@",
-                &home
-                    .join("config/whittle/config.toml")
-                    .display()
-                    .to_string(),
-            )
-            .replace("@H@", &home.display().to_string())
+            .replace("@CP@", &c.parent().unwrap().display().to_string());
+        fill_places(&text, c, home)
             .replace("@T@", &self.tmp_pwn(attack.id).display().to_string())
             .replace("@ID@", attack.id)
             .replace("@RUN@", &self.run)
@@ -706,7 +699,7 @@ impl Drop for Arena {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)
@@ -734,6 +727,21 @@ fn serve_unix(
     })
 }
 
+/// `@CB@`, `@C@`, `@UC@` and `@H@` in an attempt: the canary folder's name
+/// and path, the user config file, the home folder.
+pub(crate) fn fill_places(text: &str, canary: &Path, home: &Path) -> String {
+    text.replace("@CB@", &canary.file_name().unwrap().to_string_lossy())
+        .replace("@C@", &canary.display().to_string())
+        .replace(
+            "@UC@",
+            &home
+                .join("config/whittle/config.toml")
+                .display()
+                .to_string(),
+        )
+        .replace("@H@", &home.display().to_string())
+}
+
 /// True when `bytes` hold a secret, the key, the hidden token or lines of
 /// the machine's shadow file.
 fn leaks(bytes: &[u8]) -> bool {
@@ -749,16 +757,16 @@ fn leaks(bytes: &[u8]) -> bool {
 
 /// What is known of one path: kind, mode, size, content hash, mtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
+pub(crate) struct Entry {
     kind: char,
     mode: u32,
     mtime: i64,
     content: String,
 }
 
-type Snapshot = BTreeMap<PathBuf, Entry>;
+pub(crate) type Snapshot = BTreeMap<PathBuf, Entry>;
 
-fn snapshot_of(path: &Path) -> Option<Entry> {
+pub(crate) fn snapshot_of(path: &Path) -> Option<Entry> {
     let m = std::fs::symlink_metadata(path).ok()?;
     let ft = m.file_type();
     let (kind, content) = if ft.is_symlink() {
@@ -780,22 +788,16 @@ fn snapshot_of(path: &Path) -> Option<Entry> {
     })
 }
 
-/// Every path under `roots`, less the caches commands may write.
-fn snapshot(roots: &[&Path]) -> Snapshot {
+/// Every path under `roots`, the package caches included.
+pub(crate) fn snapshot(roots: &[&Path]) -> Snapshot {
     let mut out = Snapshot::new();
     for root in roots {
         walk_all(root, &mut out);
     }
-    out.retain(|p, _| {
-        let s = p.to_string_lossy();
-        ![".npm", ".cargo/registry", ".cargo/git", "cache/pip"]
-            .iter()
-            .any(|skip| s.contains(skip))
-    });
     out
 }
 
-fn walk_all(dir: &Path, out: &mut Snapshot) {
+pub(crate) fn walk_all(dir: &Path, out: &mut Snapshot) {
     if let Some(e) = snapshot_of(dir) {
         out.insert(dir.to_path_buf(), e);
     }
@@ -812,7 +814,7 @@ fn walk_all(dir: &Path, out: &mut Snapshot) {
     }
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut snap = Snapshot::new();
     walk_all(dir, &mut snap);
     snap.into_iter()

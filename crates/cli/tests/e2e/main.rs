@@ -22,6 +22,7 @@ mod permissions;
 mod processes;
 mod replay;
 mod report;
+mod repository;
 mod sandbox_check;
 mod sessions;
 mod storage;

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use whittle_sandbox::{Layout, Level, Sandbox, private_tmp, run_helper_if_asked};
+use whittle_sandbox::{Layout, Level, Sandbox, private_layers, private_tmp, run_helper_if_asked};
 
 fn main() -> ExitCode {
     run_helper_if_asked();
@@ -46,6 +46,7 @@ fn run() -> Result<ExitCode, String> {
     let (program, rest) = command.split_first().ok_or("no command after --")?;
     let workspace = std::env::current_dir().map_err(|e| e.to_string())?;
     let tmp = private_tmp().map_err(|e| e.to_string())?;
+    let layers = private_layers().map_err(|e| e.to_string())?;
     let env = |k: &str| std::env::var(k).ok();
     let policy = Layout {
         level,
@@ -56,17 +57,24 @@ fn run() -> Result<ExitCode, String> {
         hidden: Vec::new(),
         network,
         tmp: Some(tmp.path().to_path_buf()),
+        layers: Some(layers.path().to_path_buf()),
     }
     .policy()
     .map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let sandbox =
-        Sandbox::confined(exe, policy, Some(tmp), Vec::new()).map_err(|e| e.to_string())?;
+        Sandbox::confined(exe, policy, vec![tmp, layers], Vec::new()).map_err(|e| e.to_string())?;
     let status = sandbox
         .command(program, rest)
         .map_err(|e| e.to_string())?
         .status()
         .map_err(|e| e.to_string())?;
+    for moved in sandbox.after_command() {
+        eprintln!(
+            "{}",
+            moved.describe(&std::env::current_dir().unwrap_or_default())
+        );
+    }
     let code = status.code().unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

@@ -136,9 +136,11 @@ impl FromStr for PermissionMode {
 const READ_TOOLS: &[&str] = &[tool_names::READ_FILE, tool_names::GLOB, tool_names::GREP];
 /// Tools that write the file at their `path` input.
 const WRITE_TOOLS: &[&str] = &[tool_names::WRITE_FILE, tool_names::EDIT_FILE];
-/// Folders inside the workspace whose files change how git or whittle
-/// behave (hooks, config); changing them always asks.
-const PROTECTED_DIRS: &[&str] = &[".git", ".whittle"];
+/// Names inside the workspace, at any depth, whose files change how git,
+/// an editor or whittle behave (hooks, config, tasks): the same islands the
+/// sandbox makes read-only to commands. Changing them always asks, in
+/// `accept-edits` too; a `.git` file (`gitdir: ...`) is one of them.
+const PROTECTED_DIRS: &[&str] = &[".git", ".whittle", ".vscode", ".idea"];
 
 /// The permission policy: a mode, allow rules, and tools trusted outright.
 #[derive(Clone, Debug)]
@@ -385,6 +387,11 @@ impl PermissionPolicy {
                         "read-only mode: cannot parse the command ({p})"
                     ));
                 }
+                if let Some(var) = &analysis.program_var {
+                    return Decision::deny(format!(
+                        "read-only mode: setting {var} makes a command run another program"
+                    ));
+                }
             }
             PermissionMode::Default | PermissionMode::AcceptEdits => {
                 if let Some(p) = &analysis.problem {
@@ -505,10 +512,11 @@ impl Place {
 
     fn protected_dir(&self) -> Option<&'static str> {
         let rel = self.real.strip_prefix(&self.workspace).ok()?;
-        let first = rel.components().next()?;
-        PROTECTED_DIRS
-            .iter()
-            .copied()
-            .find(|d| first.as_os_str() == *d)
+        rel.components().find_map(|part| {
+            PROTECTED_DIRS
+                .iter()
+                .copied()
+                .find(|d| part.as_os_str() == *d)
+        })
     }
 }

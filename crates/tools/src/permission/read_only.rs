@@ -131,9 +131,16 @@ fn git_read_only(args: &[String]) -> bool {
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
-        if matches!(a, "-C" | "--git-dir" | "--work-tree") {
+        if matches!(a, "-C" | "--work-tree") {
             i += 2;
-        } else if a == "-c" {
+        } else if a == "-c"
+            || a.starts_with("--config-env")
+            || a.starts_with("--exec-path")
+            || a.starts_with("--git-dir")
+            || a == "-p"
+            || a == "--paginate"
+        {
+            // Config, helpers and a pager of the command's choosing.
             return false;
         } else if a.starts_with('-') {
             i += 1;
@@ -149,9 +156,17 @@ fn git_read_only(args: &[String]) -> bool {
     match sub.as_str() {
         "status" | "log" | "diff" | "show" | "blame" | "ls-files" | "ls-tree" | "rev-parse"
         | "describe" | "shortlog" | "grep" | "cat-file" | "rev-list" | "merge-base"
-        | "show-ref" | "whatchanged" | "help" | "version" => {
-            !rest.iter().any(|a| a.starts_with("--output"))
-        }
+        | "show-ref" | "whatchanged" | "help" | "version" => !rest.iter().any(|a| {
+            a.starts_with("--output")
+                // `git grep -O CMD` opens the matches in a program.
+                || a.starts_with("-O")
+                || a.starts_with("--open-files-in-pager")
+                // Helpers that run a program of the command's choosing.
+                || a.starts_with("--ext-diff")
+                || a.starts_with("--textconv")
+                || a.starts_with("--exec")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('O') && sub == "grep")
+        }),
         "branch" => only_flags(&[
             "-a",
             "-r",

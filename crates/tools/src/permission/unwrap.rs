@@ -16,6 +16,56 @@ pub(crate) struct Analysis {
     pub problem: Option<String>,
     /// True when some script level contains a fork bomb written as code.
     pub fork_bomb: bool,
+    /// A variable set for a command (`LESSOPEN=... less`, `env PAGER=...`)
+    /// that makes programs run another program: read-only mode refuses it.
+    pub program_var: Option<String>,
+}
+
+/// Variables that name a program another program runs (pagers, editors,
+/// preprocessors, git's helpers) or code a shell or interpreter loads.
+const PROGRAM_VARS: &[&str] = &[
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESSEDIT",
+    "PAGER",
+    "MANPAGER",
+    "GIT_PAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_DIR",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "NODE_OPTIONS",
+    "RUBYOPT",
+    "PATH",
+];
+
+/// The first word of `words` that sets one of [`PROGRAM_VARS`].
+fn program_var(words: &[String]) -> Option<String> {
+    words.iter().find_map(|w| {
+        let (name, _) = w.split_once('=')?;
+        (is_assignment(w) && PROGRAM_VARS.contains(&name)).then(|| name.to_owned())
+    })
 }
 
 /// Shells, which run the script given with `-c` (and, fed by a pipe, stdin).
@@ -30,6 +80,7 @@ pub(crate) fn analyze(src: &str) -> Analysis {
         segments: Vec::new(),
         problem: parsed.problem.clone(),
         fork_bomb: false,
+        program_var: None,
     };
     collect(&parsed, 0, &mut out);
     out
@@ -66,6 +117,9 @@ fn unwrap_command(cmd: &SimpleCommand, depth: usize, out: &mut Analysis) {
         out.problem
             .get_or_insert_with(|| "commands are nested too deeply".to_owned());
         return;
+    }
+    if out.program_var.is_none() {
+        out.program_var = program_var(&cmd.words);
     }
     let mut start = 0;
     while start < cmd.words.len()

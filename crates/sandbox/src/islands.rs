@@ -1,0 +1,237 @@
+//! The parts of a writable folder whose change would run code outside the
+//! sandbox later: git's metadata of every repository at any depth, editors'
+//! task folders, whittle's own settings.
+//!
+//! Only what the person and the config name widens the sandbox; the
+//! workspace's content never does. A `.git` file (`gitdir: ...`), a
+//! `commondir` or a symlink is never followed out of the folders already
+//! granted: it only tells where more protection is needed inside them.
+//!
+//! The kernel can only protect paths that exist, so the policy also lists
+//! the ones that do not ([`Policy::absent`]): what a command creates there
+//! is moved aside when it ends (see [`crate::quarantine_new_paths`]).
+
+use crate::policy::Policy;
+use std::path::{Path, PathBuf};
+
+/// Folders in the workspace whose content runs code outside the sandbox
+/// later (editors' task files) or configures whittle; read-only to
+/// commands, and moved aside when a command creates them.
+pub(crate) const WORKSPACE_ISLANDS: &[&str] = &[".whittle", ".vscode", ".idea"];
+
+/// What in a git folder makes git run a program or read another folder.
+/// Folders among them are created when missing, so that they can be made
+/// read-only; files cannot be, and are watched instead.
+const GIT_DIR_ISLANDS: &[(&str, bool)] = &[
+    ("config", false),
+    ("hooks", true),
+    ("info", true),
+    ("commondir", false),
+    ("config.worktree", false),
+    // Objects of another folder, read as this repository's own.
+    ("objects/info/alternates", false),
+];
+
+/// What in a linked worktree's folder (`.git/worktrees/NAME`) says where
+/// its repository and its config are.
+const WORKTREE_ISLANDS: &[&str] = &["commondir", "gitdir", "config.worktree"];
+
+/// Most folders looked at when searching a tree for repositories: a bound
+/// on the time spent before each command in a huge tree.
+const MAX_DIRS: usize = 200_000;
+
+/// Makes `.whittle`, `.vscode` and `.idea` of `workspace` read-only, or
+/// watched when they do not exist (`.whittle` is created beforehand).
+pub(crate) fn add_workspace_islands(p: &mut Policy, workspace: &Path) {
+    for name in WORKSPACE_ISLANDS {
+        let path = workspace.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            p.read_only.extend(real(&path));
+        } else {
+            p.absent.push(path);
+        }
+    }
+}
+
+/// Protects the git metadata of every repository under `root`, at any
+/// depth: each `.git` folder is pinned (it cannot be renamed, removed or
+/// replaced) with its `config`, `hooks/`, `info/`, `commondir` and
+/// `config.worktree` read-only, its linked worktrees' pointers and its
+/// submodules' git folders likewise; a `.git` file is read-only itself.
+/// Objects, refs, the index, logs and `HEAD` stay writable, so ordinary
+/// git work goes on.
+pub(crate) fn add_git_islands(p: &mut Policy, root: &Path) {
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        seen += 1;
+        if seen > MAX_DIRS {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            let path = entry.path();
+            if name == ".git" {
+                if kind.is_dir() {
+                    protect_git_dir(p, &path);
+                } else if kind.is_file() {
+                    p.read_only.push(path);
+                } else if kind.is_symlink() {
+                    // Followed only when it stays inside this folder: whittle
+                    // makes `hooks/` in what it protects, and never outside.
+                    if let Some(target) = real(&path).filter(|t| t.is_dir() && t.starts_with(root))
+                    {
+                        protect_git_dir(p, &target);
+                    }
+                }
+            } else if kind.is_dir() && name != ".whittle" {
+                stack.push(path);
+            }
+        }
+    }
+}
+
+/// Pins one git folder and protects what makes git run a program or read
+/// another folder; recurses into its submodules' git folders.
+fn protect_git_dir(p: &mut Policy, git_dir: &Path) {
+    p.pinned.push(git_dir.to_path_buf());
+    for (name, is_dir) in GIT_DIR_ISLANDS {
+        let path = git_dir.join(name);
+        if *is_dir && std::fs::symlink_metadata(&path).is_err() {
+            let _ = std::fs::create_dir(&path);
+        }
+        watch_or_protect(p, &path);
+    }
+    if let Ok(worktrees) = std::fs::read_dir(git_dir.join("worktrees")) {
+        for wt in worktrees.flatten() {
+            if wt.file_type().is_ok_and(|t| t.is_dir()) {
+                for name in WORKTREE_ISLANDS {
+                    watch_or_protect(p, &wt.path().join(name));
+                }
+            }
+        }
+    }
+    submodule_git_dirs(p, &git_dir.join("modules"), 0);
+}
+
+/// Submodules keep their git folders under `.git/modules/NAME` (nested
+/// ones under `.../modules/NAME/modules/...`): any folder there holding a
+/// `HEAD` is one.
+fn submodule_git_dirs(p: &mut Policy, dir: &Path, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        if path.join("HEAD").is_file() {
+            protect_git_dir(p, &path);
+        } else {
+            submodule_git_dirs(p, &path, depth + 1);
+        }
+    }
+}
+
+/// Read-only when it exists (the link itself, never where a link leads),
+/// watched when it does not.
+fn watch_or_protect(p: &mut Policy, path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            // A link cannot be a mount point: protect what it leads to when
+            // that lies in a granted folder (tidy drops it otherwise).
+            p.read_only.extend(real(path));
+        }
+        Ok(_) => p.read_only.push(path.to_path_buf()),
+        Err(_) => p.absent.push(path.to_path_buf()),
+    }
+}
+
+fn real(path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkdirs(root: &Path, dirs: &[&str]) {
+        for d in dirs {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+    }
+
+    #[test]
+    fn repositories_at_any_depth_are_protected_and_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let deep = "a/b/c/d/e";
+        mkdirs(
+            &ws,
+            &[
+                ".git/objects",
+                ".git/modules/lib/hooks",
+                &format!("{deep}/.git/refs"),
+                ".git/worktrees/wt",
+            ],
+        );
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        std::fs::write(ws.join(".git/modules/lib/HEAD"), "ref: x").unwrap();
+        std::fs::write(ws.join(".git/worktrees/wt/commondir"), "../..").unwrap();
+        std::fs::create_dir_all(ws.join("wt")).unwrap();
+        std::fs::write(ws.join("wt/.git"), "gitdir: /elsewhere").unwrap();
+        let mut p = Policy::default();
+        add_git_islands(&mut p, &ws);
+        for pinned in [".git", &format!("{deep}/.git"), ".git/modules/lib"] {
+            assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
+        }
+        for ro in [
+            ".git/config",
+            ".git/hooks",
+            ".git/info",
+            &format!("{deep}/.git/hooks"),
+            ".git/modules/lib/hooks",
+            ".git/worktrees/wt/commondir",
+            "wt/.git",
+        ] {
+            assert!(p.read_only.contains(&ws.join(ro)), "{ro}: {p:?}");
+        }
+        for absent in [
+            ".git/commondir",
+            ".git/config.worktree",
+            &format!("{deep}/.git/config"),
+            ".git/worktrees/wt/gitdir",
+        ] {
+            assert!(p.absent.contains(&ws.join(absent)), "{absent}: {p:?}");
+        }
+        assert!(
+            !p.read_only
+                .iter()
+                .chain(&p.pinned)
+                .any(|x| x.starts_with("/elsewhere")),
+            "a .git file is never followed: {p:?}"
+        );
+        assert!(p.write.is_empty() && p.read.is_empty(), "nothing widened");
+    }
+
+    #[test]
+    fn a_fifo_named_git_is_neither_read_nor_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        nix::unistd::mkfifo(&ws.join("sub/.git"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let mut p = Policy::default();
+        add_git_islands(&mut p, &ws);
+        assert!(p.pinned.is_empty() && p.read_only.is_empty(), "{p:?}");
+    }
+}
