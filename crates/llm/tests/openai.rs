@@ -2,7 +2,7 @@
 //! usage in each server's style, and every fault class with real bodies.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! or the address, never the key, never a panic.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

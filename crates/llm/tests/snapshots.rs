@@ -2,7 +2,7 @@
 //! images and cache breakpoints.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use whittle_llm::{

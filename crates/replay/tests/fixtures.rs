@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::checks::{
     Boundaries, assistants, boundaries_of, claude_code_content_is_kept_verbatim,

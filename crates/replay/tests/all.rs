@@ -1,0 +1,8 @@
+//! Every integration test of whittle-replay in one binary, so the suite
+//! links once: a module per file, as before.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod fixtures;
+mod import_corrupt;
+mod import_formats;

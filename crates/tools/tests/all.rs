@@ -1,0 +1,11 @@
+//! Every integration test of whittle-tools in one binary, so the suite
+//! links once: a module per file, as before.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod bash;
+mod files;
+mod no_panic;
+mod permission;
+mod registry;
+mod search;
+mod todo_skills;
