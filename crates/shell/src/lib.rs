@@ -9,6 +9,22 @@
 //! (whittle-tools) and the context's state ledger (whittle-context), which
 //! lists the files a command touched; neither may depend on the other.
 
+/// True for `NAME=value`: a variable assignment before a program (`NAME` a
+/// shell name: a letter or `_`, then letters, digits or `_`). One rule for
+/// the permission check and the ledger, so they agree on what runs.
+pub fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
 /// Deepest nesting of substitutions and `bash -c` scripts that is parsed.
 pub const MAX_DEPTH: usize = 8;
 
@@ -593,6 +609,16 @@ impl<'a> Lexer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn assignments_name_shell_variables() {
+        for yes in ["A=1", "_x=", "PATH=/bin:$PATH", "a1_B=x=y"] {
+            assert!(is_assignment(yes), "{yes}");
+        }
+        for no in ["1A=x", "=x", "a-b=1", "ls", "--opt=1", "./x=1"] {
+            assert!(!is_assignment(no), "{no}");
+        }
+    }
 
     fn words(src: &str) -> Vec<Vec<String>> {
         parse(src).commands.into_iter().map(|c| c.words).collect()

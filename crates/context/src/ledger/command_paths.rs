@@ -7,7 +7,7 @@
 //! or resolve anything: a word is kept as written, so the ledger shows what
 //! the command said.
 
-use whittle_shell::{Parsed, SimpleCommand};
+use whittle_shell::{Parsed, SimpleCommand, is_assignment};
 
 /// Programs whose first operand is a pattern or a script, not a file.
 const PATTERN_FIRST: [&str; 9] = [
@@ -95,12 +95,6 @@ fn operand_paths(simple: &SimpleCommand) -> Vec<&str> {
     paths
 }
 
-/// `NAME=value` before a program.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    })
-}
 
 /// A word that names a file: it has a `/` or a file extension, and is not a
 /// URL, a device, an expansion, a number or a pattern.

@@ -6,7 +6,7 @@
 
 use super::deny::is_fork_bomb;
 use super::segment::{Segment, program_name};
-use whittle_shell::{self as shell, Parsed, SimpleCommand};
+use whittle_shell::{self as shell, Parsed, SimpleCommand, is_assignment};
 
 /// A command line split into what will run.
 #[derive(Clone, Debug, Default)]
@@ -93,18 +93,6 @@ fn collect(parsed: &Parsed, depth: usize, out: &mut Analysis) {
     }
 }
 
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            let mut chars = name.chars();
-            chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
-}
 
 /// Words that start or end compound commands rather than run anything.
 const KEYWORDS: &[&str] = &[
