@@ -107,7 +107,7 @@ pub fn confine(settings: &Settings, env: Env<'_>, refuse: bool) -> anyhow::Resul
         Err(reason) => {
             let (sandbox, then) = if refuse {
                 (
-                    Sandbox::refusing(reason.clone(), hidden),
+                    Sandbox::refusing(reason.to_string(), hidden),
                     "commands are refused; pass --sandbox off to run them unconfined",
                 )
             } else {

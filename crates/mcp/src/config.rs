@@ -220,9 +220,9 @@ fn templates(
         .map(|(k, v)| {
             Template::parse(v)
                 .map(|t| (k.clone(), t))
-                .map_err(|message| ConfigError::Invalid {
+                .map_err(|problem| ConfigError::Invalid {
                     server: server.to_string(),
-                    message: format!("{k}: {message}"),
+                    message: format!("{k}: {problem}"),
                 })
         })
         .collect()

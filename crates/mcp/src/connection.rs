@@ -589,10 +589,10 @@ fn expand_all(
         .map(|(k, t)| {
             t.expand(env)
                 .map(|v| (k.clone(), v.expose().to_owned()))
-                .map_err(|variable| StartError::MissingVariable {
+                .map_err(|unset| StartError::MissingVariable {
                     server: server.to_owned(),
                     key: format!("{table}.{k}"),
-                    variable,
+                    variable: unset.0,
                 })
         })
         .collect()
@@ -614,10 +614,10 @@ fn http_transport(
     for (name, template) in headers {
         let value = template
             .expand(env)
-            .map_err(|variable| StartError::MissingVariable {
+            .map_err(|unset| StartError::MissingVariable {
                 server: server.to_owned(),
                 key: format!("headers.{name}"),
-                variable,
+                variable: unset.0,
             })?;
         let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| bad(format!("headers: {name:?} is not a valid header name")))?;

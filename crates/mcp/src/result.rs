@@ -15,29 +15,39 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// Base64 characters of the largest image sent on (the APIs take about 5 MB).
 const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 
+/// Why an answer is not a tool result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotAResult {
+    /// The answer is not a JSON object.
+    #[error("expected a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    /// The server wants something whittle does not offer.
+    #[error(
+        "it asks for {0:?}, which whittle does not answer (it offers no elicitation, sampling or tasks)"
+    )]
+    Unanswerable(String),
+    /// `content` is there but not a list.
+    #[error("its content is {0}, not a list")]
+    ContentNotAList(&'static str),
+}
+
 /// Maps one result; the error says why it is not a tool result.
-pub fn to_output(result: &Value) -> Result<ToolOutput, String> {
+pub fn to_output(result: &Value) -> Result<ToolOutput, NotAResult> {
     let Some(object) = result.as_object() else {
-        return Err(format!(
-            "expected a JSON object, got {}",
-            whittle_context::json_kind(result)
-        ));
+        return Err(NotAResult::NotAnObject(whittle_context::json_kind(result)));
     };
     if let Some(kind) = object.get("resultType").and_then(Value::as_str)
         && kind != "complete"
     {
-        return Err(format!(
-            "it asks for {kind:?}, which whittle does not answer (it offers no elicitation, sampling or tasks)"
-        ));
+        return Err(NotAResult::Unanswerable(kind.to_owned()));
     }
     let content = match object.get("content") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(items)) => items.as_slice(),
         Some(other) => {
-            return Err(format!(
-                "its content is {}, not a list",
-                whittle_context::json_kind(other)
-            ));
+            return Err(NotAResult::ContentNotAList(whittle_context::json_kind(
+                other,
+            )));
         }
     };
     let mut lines: Vec<String> = Vec::new();
@@ -217,15 +227,22 @@ mod tests {
         let out = to_output(&r).unwrap();
         assert!(out.is_error);
         assert_eq!(out.content, "no such file");
-        assert!(to_output(&json!([1])).unwrap_err().contains("JSON object"));
+        assert!(
+            to_output(&json!([1]))
+                .unwrap_err()
+                .to_string()
+                .contains("JSON object")
+        );
         assert!(
             to_output(&json!({"content": "x"}))
                 .unwrap_err()
+                .to_string()
                 .contains("not a list")
         );
         assert!(
             to_output(&json!({"resultType": "input_required"}))
                 .unwrap_err()
+                .to_string()
                 .contains("input_required")
         );
     }

@@ -17,6 +17,22 @@ enum Part {
     Var(String),
 }
 
+/// Why a config value is not a template.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// `${` with no `}` after it.
+    #[error("`${{` without a closing `}}` in {0:?}")]
+    Unclosed(String),
+    /// `${...}` holding something other than a variable name.
+    #[error("`${{{0}}}` is not a variable name (letters, digits and `_`)")]
+    NotAName(String),
+}
+
+/// A variable a template refers to is not set (its name, never a value).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0} is not set")]
+pub struct Unset(pub String);
+
 /// An environment: the value of a variable, if set.
 pub type Env = dyn Fn(&str) -> Option<String> + Send + Sync;
 
@@ -25,7 +41,7 @@ pub type EnvLookup<'a> = &'a Env;
 
 impl Template {
     /// Parses `text`; `$` not followed by `{` is literal, `$${` is a literal `${`.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = text;
@@ -37,16 +53,14 @@ impl Template {
                 rest = escaped;
             } else if let Some(inner) = after.strip_prefix('{') {
                 let Some(end) = inner.find('}') else {
-                    return Err(format!("`${{` without a closing `}}` in {text:?}"));
+                    return Err(TemplateError::Unclosed(text.to_owned()));
                 };
                 let name = &inner[..end];
                 let plain = !name.is_empty()
                     && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                     && !name.starts_with(|c: char| c.is_ascii_digit());
                 if !plain {
-                    return Err(format!(
-                        "`${{{name}}}` is not a variable name (letters, digits and `_`)"
-                    ));
+                    return Err(TemplateError::NotAName(name.to_owned()));
                 }
                 if !literal.is_empty() {
                     parts.push(Part::Text(std::mem::take(&mut literal)));
@@ -84,14 +98,14 @@ impl Template {
 
     /// The value with every variable replaced; the error names the first
     /// variable that is not set.
-    pub fn expand(&self, env: EnvLookup<'_>) -> Result<Secret, String> {
+    pub fn expand(&self, env: EnvLookup<'_>) -> Result<Secret, Unset> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Var(v) => match env(v) {
                     Some(value) => out.push_str(&value),
-                    None => return Err(v.clone()),
+                    None => return Err(Unset(v.clone())),
                 },
             }
         }
@@ -143,7 +157,7 @@ mod tests {
         assert_eq!(t.expand(&env).unwrap().expose(), "$HOME $5 ${TOKEN} x");
         assert_eq!(
             Template::parse("${NOPE}").unwrap().expand(&env),
-            Err("NOPE".into())
+            Err(Unset("NOPE".into()))
         );
     }
 

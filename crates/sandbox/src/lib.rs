@@ -53,5 +53,5 @@ pub use layout::{Env, Layout, Level};
 pub use policy::Policy;
 pub use quarantine::{Quarantined, quarantine_new_paths};
 pub use read::{ReadError, read_regular_file};
-pub use sandbox::{Sandbox, SandboxState, Support, probe, probe_contain};
+pub use sandbox::{ProbeError, Sandbox, SandboxState, Support, probe, probe_contain};
 pub use tmp::{private_layers, private_tmp};

@@ -269,7 +269,7 @@ pub struct Support {
 /// Checks once whether commands can be confined here, by running the
 /// helper through every step but the command itself: namespaces, mounts,
 /// Landlock, dropping capabilities. The error is one line saying why not.
-pub fn probe(helper: &Path) -> Result<Support, String> {
+pub fn probe(helper: &Path) -> Result<Support, ProbeError> {
     let policy = Policy {
         read: ["/usr", "/etc"]
             .iter()
@@ -277,18 +277,18 @@ pub fn probe(helper: &Path) -> Result<Support, String> {
             .collect(),
         ..Policy::default()
     };
-    let text =
-        serde_json::to_string(&Plan::Confine(Box::new(policy))).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(&Plan::Confine(Box::new(policy)))
+        .map_err(|e| ProbeError::Refused(e.to_string()))?;
     run_probe(helper, &text)
 }
 
 /// Checks whether commands can at least be contained (a PID namespace of
 /// their own) when they are not confined.
-pub fn probe_contain(helper: &Path) -> Result<(), String> {
+pub fn probe_contain(helper: &Path) -> Result<(), ProbeError> {
     run_probe(helper, CONTAIN_TEXT).map(|_| ())
 }
 
-fn run_probe(helper: &Path, text: &str) -> Result<Support, String> {
+fn run_probe(helper: &Path, text: &str) -> Result<Support, ProbeError> {
     let out = Command::new(helper)
         .arg(HELPER_ARG)
         .arg(std::process::id().to_string())
@@ -297,7 +297,10 @@ fn run_probe(helper: &Path, text: &str) -> Result<Support, String> {
         .current_dir("/")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+        .map_err(|source| ProbeError::Start {
+            helper: helper.to_path_buf(),
+            source,
+        })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find_map(|l| l.strip_prefix(PROBE_LINE));
     match line {
@@ -319,7 +322,23 @@ fn run_probe(helper: &Path, text: &str) -> Result<Support, String> {
                 .find(|l| !l.trim().is_empty())
                 .map(|l| l.trim().trim_start_matches("whittle sandbox: ").to_string())
                 .unwrap_or_else(|| format!("the helper exited with {}", out.status));
-            Err(reason)
+            Err(ProbeError::Refused(reason))
         }
     }
+}
+
+/// Why the kernel cannot confine (or contain) commands here.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The helper could not be started at all.
+    #[error("cannot start {helper}: {source}")]
+    Start {
+        /// whittle's own binary.
+        helper: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The helper ran and a step failed: its one line, as it said it.
+    #[error("{0}")]
+    Refused(String),
 }

@@ -95,7 +95,6 @@ fn operand_paths(simple: &SimpleCommand) -> Vec<&str> {
     paths
 }
 
-
 /// A word that names a file: it has a `/` or a file extension, and is not a
 /// URL, a device, an expansion, a number or a pattern.
 fn looks_like_file(word: &str) -> bool {

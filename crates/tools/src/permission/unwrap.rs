@@ -93,7 +93,6 @@ fn collect(parsed: &Parsed, depth: usize, out: &mut Analysis) {
     }
 }
 
-
 /// Words that start or end compound commands rather than run anything.
 const KEYWORDS: &[&str] = &[
     "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac", "in",
