@@ -4,6 +4,17 @@
 //!
 //! Everything is awaited, summaries included, so the loop runs on any tokio
 //! runtime, current-thread or multi-threaded.
+//!
+//! ```
+//! use whittle_sandbox::QuietGit;
+//!
+//! // The environment block of the system prompt: platform, date, git, listing.
+//! let ws = tempfile::tempdir().unwrap();
+//! std::fs::write(ws.path().join("README.md"), "hello").unwrap();
+//! let block = whittle_agent::environment_block(ws.path(), "2026-12-03", &QuietGit::new(None));
+//! assert!(block.contains("Today's date: 2026-12-03"));
+//! assert!(block.contains("README.md"));
+//! ```
 
 mod agent;
 mod builtin;

@@ -16,6 +16,16 @@
 //! pipeline persists large ones), hung calls time out and are cancelled
 //! with `notifications/cancelled`, and a server that died is restarted once
 //! on its next use.
+//!
+//! ```
+//! use whittle_mcp::Template;
+//!
+//! // A header value from the config: expanded only when the server starts.
+//! let header = Template::parse("Bearer ${API_TOKEN}").unwrap();
+//! let env = |name: &str| (name == "API_TOKEN").then(|| "s3cret".to_string());
+//! assert_eq!(header.expand(&env).unwrap().expose(), "Bearer s3cret");
+//! assert_eq!(header.expand(&|_: &str| None).unwrap_err().to_string(), "API_TOKEN is not set");
+//! ```
 
 mod catalog;
 mod config;

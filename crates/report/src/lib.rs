@@ -15,6 +15,15 @@
 //! brings a chart library and a template engine that a harness embedding
 //! replay does not need. Long curves are downsampled (every marker kept),
 //! so the page of a few hundred sessions stays a few megabytes.
+//!
+//! ```
+//! // A long curve keeps its first, lowest and highest points per bucket, and
+//! // every call marked (a compaction) with the one before it.
+//! let tokens: Vec<u64> = (0..10_000).map(|i| (i % 500) as u64).collect();
+//! let shown = whittle_report::downsample(&tokens, &[7_777]);
+//! assert!(shown.len() <= 3 * whittle_report::MAX_POINTS + 2);
+//! assert!(shown.contains(&7_777) && shown.contains(&7_776));
+//! ```
 
 mod chart;
 mod downsample;

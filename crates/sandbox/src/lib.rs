@@ -29,6 +29,28 @@
 //! [`Layout`] turns a [`Level`] and the user's machine into a [`Policy`];
 //! [`Sandbox`] is what the tools hold to build commands; [`probe`] checks
 //! at start that the kernel can do all this, so whittle can fail closed.
+//!
+//! ```
+//! use std::path::Path;
+//! use whittle_sandbox::Policy;
+//!
+//! // What a command may touch, as the helper enforces it twice (mounts, Landlock).
+//! let policy = Policy {
+//!     read: vec!["/usr".into()],
+//!     write: vec!["/ws".into()],
+//!     read_only: vec!["/ws/.git/hooks".into()],
+//!     ..Policy::default()
+//! };
+//! assert!(policy.allows_write(Path::new("/ws/src/main.rs")));
+//! assert!(!policy.allows_write(Path::new("/ws/.git/hooks/pre-commit")));
+//! assert!(!policy.allows_read(Path::new("/home/me/.ssh/id_ed25519")));
+//!
+//! // A file whittle reads on its own: regular, bounded, never blocking.
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("AGENTS.md"), "be brief").unwrap();
+//! let text = whittle_sandbox::read_regular_file(&dir.path().join("AGENTS.md"), 1 << 20).unwrap();
+//! assert_eq!(text, b"be brief");
+//! ```
 
 mod check;
 mod confine;

@@ -8,6 +8,14 @@
 //! Its own crate because two layers read commands: the permission check
 //! (whittle-tools) and the context's state ledger (whittle-context), which
 //! lists the files a command touched; neither may depend on the other.
+//!
+//! ```
+//! let parsed = whittle_shell::parse("cd src && FOO=1 cargo test 2>&1 | tee log.txt");
+//! let words: Vec<&[String]> = parsed.commands.iter().map(|c| c.words.as_slice()).collect();
+//! assert_eq!(words, [&["cd", "src"][..], &["FOO=1", "cargo", "test"], &["tee", "log.txt"]]);
+//! assert!(parsed.commands[2].piped_in);
+//! assert!(whittle_shell::is_assignment("FOO=1"));
+//! ```
 
 /// True for `NAME=value`: a variable assignment before a program (`NAME` a
 /// shell name: a letter or `_`, then letters, digits or `_`). One rule for

@@ -7,6 +7,20 @@
 //! allow it, ask the user, or refuse.
 //!
 //! This crate knows nothing of the agent loop or of model providers.
+//!
+//! ```
+//! use serde_json::json;
+//! use std::path::Path;
+//! use whittle_tools::{Decision, PermissionMode, PermissionPolicy};
+//!
+//! let ws = Path::new("/work/project");
+//! let policy = PermissionPolicy::new(PermissionMode::AcceptEdits);
+//! let edit = json!({"path": "src/lib.rs", "content": "x"});
+//! assert_eq!(policy.check("write_file", &edit, ws), Decision::Allow);
+//! // A nested repository's config would run code outside the sandbox: ask.
+//! let hook = json!({"path": "vendor/lib/.git/config", "content": "x"});
+//! assert!(matches!(policy.check("write_file", &hook, ws), Decision::Ask { .. }));
+//! ```
 
 mod bash;
 pub mod paths;

@@ -1,0 +1,275 @@
+//! The workspace's rules, checked instead of written in prose: which crate
+//! may depend on which (from `cargo metadata`, with the reason when one
+//! breaks), and a tidy pass over the sources as rust-analyzer's `xtask
+//! tidy` does: no async in the synchronous core, no `Result<_, String>` in
+//! a library's public functions, every crate root opening with an overview
+//! and an example that compiles (and runs, unless it needs a server or a
+//! model file).
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// For each crate, the workspace crates it may depend on (normal
+/// dependencies; any crate may use `testkit` in its tests) and why.
+const ALLOWED: &[(&str, &[&str], &str)] = &[
+    (
+        "whittle-shell",
+        &[],
+        "a shell parser: both the permission check and the ledger read commands with it",
+    ),
+    (
+        "whittle-sandbox",
+        &[],
+        "confines processes; it knows nothing of models, tools or the agent",
+    ),
+    (
+        "whittle-context",
+        &["whittle-shell"],
+        "the compaction core: no network, no async, no provider",
+    ),
+    (
+        "whittle-local",
+        &["whittle-context"],
+        "the embedded model speaks whittle's messages and nothing above them",
+    ),
+    (
+        "whittle-llm",
+        &["whittle-context", "whittle-local"],
+        "providers speak messages; they never see tools, the sandbox or the agent",
+    ),
+    (
+        "whittle-tools",
+        &["whittle-context", "whittle-sandbox", "whittle-shell"],
+        "tools run in the sandbox and save outputs in the store; they never call a model",
+    ),
+    (
+        "whittle-mcp",
+        &["whittle-context", "whittle-llm", "whittle-tools"],
+        "MCP servers become tools; the agent does not know they are remote",
+    ),
+    (
+        "whittle-replay",
+        &["whittle-context", "whittle-llm"],
+        "offline evaluation of the core, with the providers' prices; no agent",
+    ),
+    (
+        "whittle-report",
+        &["whittle-context", "whittle-llm", "whittle-replay"],
+        "a page of what replay and the session log show",
+    ),
+    (
+        "whittle-agent",
+        &[
+            "whittle-context",
+            "whittle-llm",
+            "whittle-sandbox",
+            "whittle-tools",
+        ],
+        "the loop: models, tools and the core; it knows no CLI, MCP or editor",
+    ),
+    (
+        "whittle",
+        &[
+            "whittle-agent",
+            "whittle-context",
+            "whittle-llm",
+            "whittle-local",
+            "whittle-mcp",
+            "whittle-replay",
+            "whittle-report",
+            "whittle-sandbox",
+            "whittle-tools",
+        ],
+        "the binary puts everything together; nothing depends on it",
+    ),
+    (
+        "testkit",
+        &[],
+        "fake servers for tests, usable by every crate's tests",
+    ),
+];
+
+/// Crates whose library must stay synchronous: a harness embeds them
+/// without a runtime.
+const SYNC_CRATES: &[&str] = &["shell", "context", "sandbox"];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
+
+fn metadata() -> Value {
+    let cargo = option_env!("CARGO").unwrap_or("cargo");
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn crates_depend_only_downward() {
+    let meta = metadata();
+    let allowed: BTreeMap<&str, (&[&str], &str)> = ALLOWED
+        .iter()
+        .map(|(c, deps, why)| (*c, (*deps, *why)))
+        .collect();
+    let mut broken = Vec::new();
+    let mut seen = BTreeSet::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        seen.insert(name.to_string());
+        let Some((deps, why)) = allowed.get(name) else {
+            broken.push(format!(
+                "{name} is a new crate: add it to ALLOWED with what it may depend on and why"
+            ));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            let internal = allowed.contains_key(dep_name);
+            let normal = dep["kind"].is_null() || dep["kind"] == "build";
+            if internal && normal && !deps.contains(&dep_name) {
+                broken.push(format!(
+                    "{name} depends on {dep_name}, which it may not: {name} is {why}"
+                ));
+            }
+        }
+    }
+    for (name, _, _) in ALLOWED {
+        assert!(
+            seen.contains(*name),
+            "{name} is listed but not in the workspace"
+        );
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The `.rs` files under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The crate folders under `crates/`, by folder name.
+fn crate_dirs() -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(workspace_root().join("crates"))
+        .unwrap()
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(_, p)| p.join("Cargo.toml").is_file())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_synchronous_core_has_no_async() {
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        if !SYNC_CRATES.contains(&name.as_str()) {
+            continue;
+        }
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let deps = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap_or("")
+            .split("\n[")
+            .next()
+            .unwrap_or("");
+        for runtime in ["tokio", "futures", "async-trait"] {
+            if deps.lines().any(|l| l.trim_start().starts_with(runtime)) {
+                broken.push(format!("crates/{name} depends on {runtime}"));
+            }
+        }
+        for file in rust_files(&dir.join("src")) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if text.contains("async fn") || text.contains(".await") {
+                broken.push(format!("{} uses async", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn no_public_function_of_a_library_returns_a_string_error() {
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        if name == "cli" {
+            continue;
+        }
+        for file in rust_files(&dir.join("src")) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            // Signatures may wrap: look from `pub fn` to the body's brace.
+            for (at, _) in text.match_indices("pub fn ") {
+                let signature = &text[at..];
+                let end = signature.find('{').unwrap_or(signature.len());
+                let signature: String = signature[..end].split_whitespace().collect();
+                if signature.contains(",String>") && signature.contains("Result<") {
+                    let line = text[..at].lines().count() + 1;
+                    broken.push(format!("{}:{line}: {signature}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn every_crate_root_opens_with_an_overview_and_an_example() {
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        let lib = dir.join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else {
+            continue;
+        };
+        let docs: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
+        if docs.len() < 3 {
+            broken.push(format!(
+                "crates/{name}: lib.rs does not open with an overview"
+            ));
+        }
+        // `no_run` where the example needs a server or a model file: it
+        // still compiles against the real API. Never `ignore`.
+        if !docs
+            .iter()
+            .any(|l| matches!(l.trim_end(), "//! ```" | "//! ```no_run"))
+        {
+            broken.push(format!("crates/{name}: the overview has no example"));
+        }
+        if docs.iter().any(|l| l.contains("```ignore")) {
+            broken.push(format!("crates/{name}: an ignored example proves nothing"));
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
