@@ -12,6 +12,8 @@
 //! is moved aside when it ends (see [`crate::quarantine_new_paths`]).
 
 use crate::policy::Policy;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Folders in the workspace whose content runs code outside the sandbox
@@ -35,6 +37,9 @@ const GIT_DIR_ISLANDS: &[(&str, bool)] = &[
 /// What in a linked worktree's folder (`.git/worktrees/NAME`) says where
 /// its repository and its config are.
 const WORKTREE_ISLANDS: &[&str] = &["commondir", "gitdir", "config.worktree"];
+
+/// A folder changed less than this long before it was read is read again.
+const RACY_SECONDS: i64 = 2;
 
 /// Most folders looked at when searching a tree for repositories: a bound
 /// on the time spent before each command in a huge tree.
@@ -61,6 +66,83 @@ pub(crate) fn add_workspace_islands(p: &mut Policy, workspace: &Path) {
 /// Objects, refs, the index, logs and `HEAD` stay writable, so ordinary
 /// git work goes on.
 pub(crate) fn add_git_islands(p: &mut Policy, root: &Path) {
+    add_git_islands_cached(p, root, &mut RepoScan::default());
+}
+
+/// What a folder held when it was last read: its subfolders and what its
+/// `.git` entry is. Valid while the folder's change time and inode are the
+/// same (adding, removing or renaming an entry changes them), so a scan
+/// before each command stats every folder but reads only the changed ones.
+#[derive(Debug, Default)]
+pub(crate) struct RepoScan {
+    folders: HashMap<PathBuf, Listing>,
+}
+
+#[derive(Debug)]
+struct Listing {
+    stamp: (i64, i64, u64),
+    /// Changed so shortly before it was read that a change right after
+    /// could keep the same (coarse) change time: read again next time, as
+    /// git does with a racily clean index.
+    racy: bool,
+    subfolders: Vec<PathBuf>,
+    git: Option<GitEntry>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum GitEntry {
+    Folder,
+    File,
+    Link,
+}
+
+impl RepoScan {
+    /// The listing of `dir`, read again only when it changed.
+    fn listing(&mut self, dir: &Path) -> Option<&Listing> {
+        let meta = std::fs::symlink_metadata(dir).ok()?;
+        let stamp = (meta.ctime(), meta.ctime_nsec(), meta.ino());
+        let fresh = self
+            .folders
+            .get(dir)
+            .is_some_and(|l| l.stamp == stamp && !l.racy);
+        if !fresh {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let mut listing = Listing {
+                stamp,
+                racy: now - meta.ctime() < RACY_SECONDS,
+                subfolders: Vec::new(),
+                git: None,
+            };
+            for entry in std::fs::read_dir(dir).ok()?.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let name = entry.file_name();
+                if name == ".git" {
+                    listing.git = if kind.is_dir() {
+                        Some(GitEntry::Folder)
+                    } else if kind.is_file() {
+                        Some(GitEntry::File)
+                    } else if kind.is_symlink() {
+                        Some(GitEntry::Link)
+                    } else {
+                        None
+                    };
+                } else if kind.is_dir() && name != ".whittle" {
+                    listing.subfolders.push(entry.path());
+                }
+            }
+            self.folders.insert(dir.to_path_buf(), listing);
+        }
+        self.folders.get(dir)
+    }
+}
+
+/// [`add_git_islands`], reading only the folders that changed since
+/// `scan` last saw them.
+pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut RepoScan) {
     let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
     while let Some(dir) = stack.pop() {
@@ -68,31 +150,23 @@ pub(crate) fn add_git_islands(p: &mut Policy, root: &Path) {
         if seen > MAX_DIRS {
             break;
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Some(listing) = scan.listing(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name();
-            let path = entry.path();
-            if name == ".git" {
-                if kind.is_dir() {
-                    protect_git_dir(p, &path);
-                } else if kind.is_file() {
-                    p.read_only.push(path);
-                } else if kind.is_symlink() {
-                    // Followed only when it stays inside this folder: whittle
-                    // makes `hooks/` in what it protects, and never outside.
-                    if let Some(target) = real(&path).filter(|t| t.is_dir() && t.starts_with(root))
-                    {
-                        protect_git_dir(p, &target);
-                    }
+        stack.extend(listing.subfolders.iter().cloned());
+        let git = listing.git;
+        let path = dir.join(".git");
+        match git {
+            Some(GitEntry::Folder) => protect_git_dir(p, &path),
+            Some(GitEntry::File) => p.read_only.push(path),
+            // Followed only when it stays inside this folder: whittle
+            // makes `hooks/` in what it protects, and never outside.
+            Some(GitEntry::Link) => {
+                if let Some(target) = real(&path).filter(|t| t.is_dir() && t.starts_with(root)) {
+                    protect_git_dir(p, &target);
                 }
-            } else if kind.is_dir() && name != ".whittle" {
-                stack.push(path);
             }
+            None => {}
         }
     }
 }
@@ -222,6 +296,22 @@ mod tests {
             "a .git file is never followed: {p:?}"
         );
         assert!(p.write.is_empty() && p.read.is_empty(), "nothing widened");
+    }
+
+    #[test]
+    fn a_scan_that_remembers_folders_still_sees_a_new_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        mkdirs(&ws, &["a/b/c"]);
+        let mut scan = RepoScan::default();
+        let mut p = Policy::default();
+        add_git_islands_cached(&mut p, &ws, &mut scan);
+        assert!(p.pinned.is_empty());
+        // Right after the scan, as a command would: the change must be seen.
+        mkdirs(&ws, &["a/b/c/.git"]);
+        let mut p = Policy::default();
+        add_git_islands_cached(&mut p, &ws, &mut scan);
+        assert!(p.pinned.contains(&ws.join("a/b/c/.git")), "{p:?}");
     }
 
     #[test]

@@ -62,9 +62,15 @@ impl Policy {
     /// This policy with the hooks and config of the workspace's git
     /// repositories as they are now made read-only.
     pub fn with_current_repos(&self) -> Policy {
+        self.with_current_repos_cached(&mut crate::islands::RepoScan::default())
+    }
+
+    /// [`Policy::with_current_repos`], reading only the folders that changed
+    /// since `scan` last looked.
+    pub(crate) fn with_current_repos_cached(&self, scan: &mut crate::islands::RepoScan) -> Policy {
         let mut p = self.clone();
         for root in &self.repo_roots {
-            crate::islands::add_git_islands(&mut p, root);
+            crate::islands::add_git_islands_cached(&mut p, root, scan);
         }
         crate::layout::tidy(&mut p);
         p

@@ -2,6 +2,7 @@
 
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
+use crate::islands::RepoScan;
 use crate::policy::Policy;
 use crate::quarantine::{Quarantined, quarantine_new_paths};
 use std::ffi::OsStr;
@@ -27,6 +28,8 @@ struct Inner {
     /// The policy the last command was started with, for
     /// [`Sandbox::after_command`].
     last: Mutex<Option<Policy>>,
+    /// The workspace's folders as last scanned for repositories.
+    scan: Mutex<RepoScan>,
 }
 
 #[derive(Debug)]
@@ -124,6 +127,7 @@ impl Sandbox {
                 hidden_env,
                 set_env: Vec::new(),
                 last: Mutex::new(None),
+                scan: Mutex::new(RepoScan::default()),
             }),
         }
     }
@@ -207,7 +211,10 @@ impl Sandbox {
                 ..
             } => {
                 // A repository created by the last command is protected now.
-                let fresh = (!policy.repo_roots.is_empty()).then(|| policy.with_current_repos());
+                let fresh = (!policy.repo_roots.is_empty()).then(|| match self.inner.scan.lock() {
+                    Ok(mut scan) => policy.with_current_repos_cached(&mut scan),
+                    Err(_) => policy.with_current_repos(),
+                });
                 let fresh_text = fresh
                     .as_ref()
                     .map(|p| serde_json::to_string(&Plan::Confine(Box::new(p.clone()))))
