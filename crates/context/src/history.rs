@@ -1,6 +1,6 @@
 //! A conversation history whose size is always known without re-serializing it.
 
-use crate::message::{Block, Message, ToolResultContent};
+use crate::{Block, Message, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
 
@@ -240,7 +240,7 @@ impl History {
     pub fn last_assistant_index(&self) -> Option<usize> {
         self.messages
             .iter()
-            .rposition(|m| m.role() == crate::message::Role::Assistant)
+            .rposition(|m| m.role() == crate::Role::Assistant)
     }
 
     /// Consumes the history, returning its messages.

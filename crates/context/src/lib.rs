@@ -55,30 +55,23 @@ mod history;
 mod ledger;
 mod limits;
 mod markers;
-mod message;
 mod meter;
 mod pairs;
 mod path_tokens;
 mod pipeline;
 mod recovery;
-mod redact;
 mod session_log;
 mod store;
 mod summarize;
-mod text;
-pub mod tool_names;
-mod validate;
-
 pub use history::{BlockRef, EditedSpan, History};
 pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_section};
 pub use limits::{Limits, TokenBudget};
 pub use markers::{
     COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output, saved_path,
 };
-pub use message::{
-    Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
-    ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
-};
+// The wire types and their helpers live in whittle-protocol (providers and
+// tools need them without the compaction engine); they are named here too,
+// so a harness of the engine needs one dependency.
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
@@ -87,7 +80,6 @@ pub use pipeline::{
     tool_result_budget,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
-pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
 pub use session_log::{
     INTERRUPTED_RESULT, OutputRef, SESSION_FORMAT, SessionError, SessionRecord, SessionState,
     UNCOMPACT_STEP, log_form, parse_records, parse_session, read_session, repair_unanswered,
@@ -100,8 +92,10 @@ pub use summarize::{
     AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
     SummaryInput, TRANSCRIPT_INSTRUCTION, bounded_transcript, summary_instruction,
 };
-pub use text::{
-    abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
-    group_digits, prefix_chars, quote_line, suffix_chars,
+pub use whittle_protocol::{
+    Block, Content, Extra, Image, MIN_SECRET_LEN, Message, REDACTED, RedactStream,
+    RedactedThinking, Redactor, Role, TextBlock, Thinking, ToolResult, ToolResultContent, ToolSpec,
+    ToolUse, ValidationError, abbreviate_count, collapse_whitespace, controls_to_spaces,
+    escape_controls, first_line, group_digits, json_chars, json_kind, prefix_chars, quote_line,
+    suffix_chars, tool_names, validate,
 };
-pub use validate::{ValidationError, validate};

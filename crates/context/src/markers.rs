@@ -1,8 +1,8 @@
 //! The texts compaction leaves in the context, written and recognised in one place.
 
-use crate::message::{Message, ToolResult};
 use crate::store::Store;
-use crate::text::{group_digits, prefix_chars, suffix_chars};
+use crate::{Message, ToolResult};
+use crate::{group_digits, prefix_chars, suffix_chars};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -157,7 +157,7 @@ pub fn archive_marker(
 
 /// Whether a message is only a snip marker (so snipping it alone gains nothing).
 pub fn is_archive_marker(message: &Message) -> bool {
-    let crate::message::Content::Text(text) = message.content() else {
+    let crate::Content::Text(text) = message.content() else {
         return false;
     };
     let text = text.lines().next().unwrap_or_default();
@@ -229,7 +229,7 @@ pub fn is_saved_placeholder(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Block;
+    use crate::Block;
 
     fn as_result(s: String) -> ToolResult {
         match Block::tool_result("t", s, false) {

@@ -170,7 +170,7 @@ impl Meter for TokenMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::Message;
 
     #[test]
     fn token_meter_adds_estimate_to_last_report_until_an_edit() {

@@ -5,7 +5,7 @@
 //! right before message `i` keeps every pair whole unless `i` holds
 //! tool_results or continues an assistant turn.
 
-use crate::message::{Message, Role};
+use crate::{Message, Role};
 
 /// Whether dropping or keeping everything before `i` leaves every pair whole.
 /// `0` and `len` are always safe.
@@ -41,7 +41,7 @@ pub fn safe_cut_at_or_after(messages: &[Message], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Block;
+    use crate::Block;
     use serde_json::json;
 
     #[test]

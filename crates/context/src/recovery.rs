@@ -5,8 +5,8 @@
 //! back rather than trusting the pipeline's reports.
 
 use crate::history::History;
-use crate::message::{Block, Content, Message};
 use crate::store::Store;
+use crate::{Block, Content, Message};
 use std::collections::HashSet;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -10,8 +10,8 @@
 //! rendered as plain text cut to a bounded window (head and tail kept), so a
 //! summary request can never overflow.
 
-use crate::message::{Block, Content, Message, Role, ToolResultContent};
-use crate::text::{prefix_chars, suffix_chars};
+use crate::{Block, Content, Message, Role, ToolResultContent};
+use crate::{prefix_chars, suffix_chars};
 use std::sync::Arc;
 
 /// The system prompt a summarizer should use.

@@ -5,11 +5,11 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use testkit::{Chunking, Reply, TestServer};
-use whittle_context::Message;
 use whittle_llm::sse::SseDecoder;
 use whittle_llm::{
     AnthropicAuth, AnthropicConfig, AnthropicProvider, ModelRequest, Secret, complete,
 };
+use whittle_protocol::Message;
 
 /// About 1 MiB of `content_block_delta` events, as the API sends them.
 fn sample_stream() -> Vec<u8> {

@@ -6,7 +6,7 @@ use crate::event::{StopReason, StreamEvent, Usage};
 use futures::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use whittle_context::{Block, Message};
+use whittle_protocol::{Block, Message};
 
 /// A finished model call.
 #[derive(Clone, Debug, PartialEq)]
@@ -236,7 +236,7 @@ where
 mod tests {
     use super::*;
     use serde_json::json;
-    use whittle_context::Content;
+    use whittle_protocol::Content;
 
     fn run(events: Vec<StreamEvent>) -> Result<ModelResponse, LlmError> {
         let stream = futures::stream::iter(events.into_iter().map(Ok));
@@ -252,7 +252,7 @@ mod tests {
             },
             StreamEvent::BlockStart {
                 index: 0,
-                block: Block::Thinking(whittle_context::Thinking {
+                block: Block::Thinking(whittle_protocol::Thinking {
                     thinking: String::new(),
                     signature: None,
                     extra: Default::default(),

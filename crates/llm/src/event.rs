@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::ops::AddAssign;
 use std::pin::Pin;
 use std::time::Duration;
-use whittle_context::Block;
+use whittle_protocol::Block;
 
 /// The stream a [`crate::Provider`] returns. Dropping it cancels the request.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;

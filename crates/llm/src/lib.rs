@@ -1,9 +1,9 @@
 //! Model providers for whittle.
 //!
 //! A [`Provider`] turns a [`ModelRequest`] (the conversation in the
-//! canonical `whittle_context` model) into an [`EventStream`] of
+//! canonical `whittle_protocol` model) into an [`EventStream`] of
 //! [`StreamEvent`]s; [`collect`] assembles them into one assistant
-//! [`whittle_context::Message`] with the blocks exactly as sent. Two
+//! [`whittle_protocol::Message`] with the blocks exactly as sent. Two
 //! providers live here: [`AnthropicProvider`] (Messages API) and
 //! [`OpenAiProvider`] (OpenAI, Ollama, llama.cpp, vLLM, LM Studio). An
 //! in-process engine implements [`Provider`] through [`event_channel`].
@@ -20,7 +20,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), whittle_llm::LlmError> {
 //! use std::sync::Arc;
-//! use whittle_context::Message;
+//! use whittle_protocol::Message;
 //! use whittle_llm::{AnthropicProvider, ModelRequest, ModelSpec, Provider, StreamEvent, collect};
 //!
 //! let spec: ModelSpec = "anthropic:claude-sonnet-5-5".parse()?;

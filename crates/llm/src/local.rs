@@ -8,8 +8,8 @@ use crate::request::ModelRequest;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use whittle_context::Block;
 use whittle_local::{ChatRequest, GenerationParams, LocalError, LocalModel};
+use whittle_protocol::Block;
 
 /// A GGUF model loaded in this process.
 ///

@@ -127,7 +127,7 @@ mod tests {
         let provider: Arc<dyn Provider> = Arc::new(BlockingEcho {
             produced: produced.clone(),
         });
-        let request = ModelRequest::new("echo-1", "", vec![whittle_context::Message::user("hi")]);
+        let request = ModelRequest::new("echo-1", "", vec![whittle_protocol::Message::user("hi")]);
         let mut stream = provider.stream(request).await.unwrap();
         for _ in 0..3 {
             stream.next().await.unwrap().unwrap();

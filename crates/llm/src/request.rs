@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use std::fmt;
 use std::str::FromStr;
-use whittle_context::Message;
+use whittle_protocol::Message;
 
 /// One model call: the conversation in the canonical model plus settings.
 /// Each provider translates it to its own wire format.
@@ -28,7 +28,7 @@ pub struct ModelRequest {
     /// system prompt and the newest messages.
     pub cache: bool,
     /// How many leading messages the next compaction will leave unchanged
-    /// (from `whittle_context::Compactor::cache_anchor`). With caching on,
+    /// (from `whittle_protocol::Compactor::cache_anchor`). With caching on,
     /// the fourth breakpoint goes after them instead of on the previous user
     /// message, so that when compaction rewrites the rest, this prefix is
     /// still read from the cache.
@@ -59,7 +59,7 @@ impl ModelRequest {
     }
 }
 
-pub use whittle_context::ToolSpec;
+pub use whittle_protocol::ToolSpec;
 
 /// Reasoning settings. Both default to sending nothing, so a server that
 /// knows neither field still accepts the request.

@@ -8,8 +8,8 @@ use common::*;
 use serde_json::json;
 use std::time::Duration;
 use testkit::{Chunking, ContextLimit, Fault, Reply, TestServer};
-use whittle_context::{Block, Content};
 use whittle_llm::{LlmError, StopReason, StreamEvent, Usage};
+use whittle_protocol::{Block, Content};
 
 #[tokio::test]
 async fn text_reply_with_headers_and_body_as_documented() {

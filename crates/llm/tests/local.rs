@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::StreamExt;
-use whittle_context::Message;
 use whittle_llm::{LlmError, LocalProvider, ModelRequest, Provider, StreamEvent, collect};
+use whittle_protocol::Message;
 
 fn provider() -> LocalProvider {
     let path = whittle_local::ensure_default_model(&mut |_| {}).expect("pull the default model");

@@ -8,8 +8,8 @@ use common::*;
 use serde_json::json;
 use std::time::Duration;
 use testkit::{Chunking, ContextLimit, Fault, Reply, TestServer, UsageStyle};
-use whittle_context::{Block, Content};
 use whittle_llm::{LlmError, OpenAiProvider, StopReason, Usage};
+use whittle_protocol::{Block, Content};
 
 #[tokio::test]
 async fn text_reply_and_the_request_it_sent() {

@@ -6,8 +6,8 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::ops::ControlFlow;
 use std::time::Duration;
-use whittle_context::Message;
 use whittle_local::{ChatRequest, GenerationParams, LocalModel, ensure_default_model};
+use whittle_protocol::Message;
 
 fn load() -> LocalModel {
     let path = ensure_default_model(&mut |_| {}).unwrap_or_else(|e| panic!("{e}"));

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use whittle_context::Block;
+use whittle_protocol::Block;
 
 /// Recent tokens the repeat penalty looks at (llama.cpp's default).
 const REPEAT_WINDOW: usize = 64;
@@ -139,7 +139,7 @@ impl LocalModel {
         let content =
             crate::gguf::read_content(&mut reader).map_err(|e| LocalError::InvalidModel {
                 path: path.clone(),
-                message: whittle_context::first_line(&e).to_string(),
+                message: whittle_protocol::first_line(&e).to_string(),
             })?;
         let md = Metadata(&content.metadata);
         let architecture = md.string("general.architecture")?.to_string();

@@ -59,6 +59,6 @@ pub enum LocalError {
 
 impl From<candle_core::Error> for LocalError {
     fn from(e: candle_core::Error) -> Self {
-        LocalError::Inference(whittle_context::first_line(&e.to_string()).to_string())
+        LocalError::Inference(whittle_protocol::first_line(&e.to_string()).to_string())
     }
 }

@@ -21,7 +21,7 @@
 //! # fn main() -> Result<(), whittle_local::LocalError> {
 //! let path = ensure_default_model(&mut |_progress| {})?;
 //! let mut model = LocalModel::load(&path)?;
-//! let messages = [whittle_context::Message::user("Say hi.")];
+//! let messages = [whittle_protocol::Message::user("Say hi.")];
 //! let request = ChatRequest { system: "Be brief.", messages: &messages, tools: &[] };
 //! let reply = model.complete(&request, &GenerationParams::default(), &mut |text| {
 //!     print!("{text}");

@@ -250,7 +250,7 @@ impl<R: Read + Seek> Loader<'_, R> {
             .map_err(|e| {
                 self.invalid(format!(
                     "tensor {name}: {}",
-                    whittle_context::first_line(&e.to_string())
+                    whittle_protocol::first_line(&e.to_string())
                 ))
             })?;
         Ok(q.dequantize(&self.device)?)

@@ -3,7 +3,7 @@
 use crate::template::TemplateMessage;
 use crate::tools::{ToolSpec, format_tool_call, format_tool_response, tools_prompt};
 use std::collections::HashMap;
-use whittle_context::{Block, Content, Message, Role};
+use whittle_protocol::{Block, Content, Message, Role};
 
 /// What the model is asked: the system prompt, the history, and the tools it may call.
 #[derive(Clone, Copy, Debug)]

@@ -80,7 +80,7 @@ impl ChatTemplate {
             .lstrip_blocks(true)
             .build()
             .map_err(|e| {
-                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+                LocalError::Template(whittle_protocol::first_line(&e.to_string()).to_string())
             })?;
         env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -88,7 +88,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.clone())
             .map_err(|e| {
-                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+                LocalError::Template(whittle_protocol::first_line(&e.to_string()).to_string())
             })?;
         let tool_role = source.contains("'tool'") || source.contains("\"tool\"");
         Ok(ChatTemplate {
@@ -125,7 +125,7 @@ impl ChatTemplate {
         add_generation_prompt: bool,
     ) -> Result<String, LocalError> {
         let template = self.env.get_template("chat").map_err(|e| {
-            LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+            LocalError::Template(whittle_protocol::first_line(&e.to_string()).to_string())
         })?;
         template
             .render(context! {
@@ -135,7 +135,7 @@ impl ChatTemplate {
                 eos_token => self.eos_token.as_str(),
             })
             .map_err(|e| {
-                LocalError::Template(whittle_context::first_line(&e.to_string()).to_string())
+                LocalError::Template(whittle_protocol::first_line(&e.to_string()).to_string())
             })
     }
 }

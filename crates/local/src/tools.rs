@@ -19,14 +19,14 @@ use serde_json::{Map, Value, json};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use whittle_context::Block;
+use whittle_protocol::Block;
 
 /// Opens a tool call in model output.
 pub const TOOL_CALL_OPEN: &str = "<tool_call>";
 /// Closes a tool call in model output.
 pub const TOOL_CALL_CLOSE: &str = "</tool_call>";
 
-pub use whittle_context::ToolSpec;
+pub use whittle_protocol::ToolSpec;
 
 /// The system-prompt section that lists the tools and teaches the call syntax.
 pub fn tools_prompt(tools: &[ToolSpec]) -> String {

@@ -5,8 +5,8 @@
 
 use std::ops::ControlFlow;
 use std::sync::{Mutex, OnceLock};
-use whittle_context::Message;
 use whittle_local::{ChatRequest, GenerationParams, LocalModel, ensure_default_model};
+use whittle_protocol::Message;
 
 /// One loaded model shared by the tests (loading takes a second or two).
 fn model() -> &'static Mutex<LocalModel> {

@@ -9,11 +9,11 @@ use serde_json::json;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use whittle_context::{Block, Message};
 use whittle_local::{
     ChatRequest, Completion, GenerationParams, LocalError, LocalModel, StopReason, TokenKind,
     ToolSpec,
 };
+use whittle_protocol::{Block, Message};
 
 const N_EMBD: usize = 64;
 const N_FF: usize = 128;

@@ -136,7 +136,7 @@ fn checked_schema(schema: &Value) -> Result<Value, String> {
         return Err("its inputSchema's required is not a list of names".into());
     }
     let value = Value::Object(object);
-    let size = whittle_context::json_chars(&value);
+    let size = whittle_protocol::json_chars(&value);
     if size > MAX_SCHEMA_BYTES {
         return Err(format!(
             "its inputSchema has {size} characters, above the {MAX_SCHEMA_BYTES} accepted"
@@ -178,7 +178,7 @@ fn describe(server: &ServerName, remote_name: &str, own: &str) -> String {
 
 /// A server-given name or value in a message: one line, bounded.
 fn shown(text: &str) -> String {
-    whittle_context::quote_line(text, 80)
+    whittle_protocol::quote_line(text, 80)
 }
 
 #[cfg(test)]

@@ -563,7 +563,7 @@ fn error_data(e: &rmcp::ErrorData) -> String {
 }
 
 fn error_line(text: &str) -> String {
-    whittle_context::quote_line(text.trim(), 300)
+    whittle_protocol::quote_line(text.trim(), 300)
 }
 
 fn spawn_message(e: &std::io::Error, command: &str, cwd: &Path) -> String {

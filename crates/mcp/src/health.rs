@@ -93,7 +93,7 @@ fn last_line(tail: &[u8]) -> Option<String> {
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
     Some(format!(
         "`{}`",
-        whittle_context::quote_line(line, QUOTED_CHARS)
+        whittle_protocol::quote_line(line, QUOTED_CHARS)
     ))
 }
 

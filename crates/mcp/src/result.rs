@@ -6,7 +6,7 @@
 //! persists it with a preview.
 
 use serde_json::Value;
-use whittle_context::Image;
+use whittle_protocol::Image;
 use whittle_tools::ToolOutput;
 
 /// Image types the Anthropic and OpenAI APIs accept in a tool result.
@@ -34,7 +34,7 @@ pub enum NotAResult {
 /// Maps one result; the error says why it is not a tool result.
 pub fn to_output(result: &Value) -> Result<ToolOutput, NotAResult> {
     let Some(object) = result.as_object() else {
-        return Err(NotAResult::NotAnObject(whittle_context::json_kind(result)));
+        return Err(NotAResult::NotAnObject(whittle_protocol::json_kind(result)));
     };
     if let Some(kind) = object.get("resultType").and_then(Value::as_str)
         && kind != "complete"
@@ -45,7 +45,7 @@ pub fn to_output(result: &Value) -> Result<ToolOutput, NotAResult> {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(items)) => items.as_slice(),
         Some(other) => {
-            return Err(NotAResult::ContentNotAList(whittle_context::json_kind(
+            return Err(NotAResult::ContentNotAList(whittle_protocol::json_kind(
                 other,
             )));
         }

@@ -166,7 +166,7 @@ impl McpServers {
     /// Characters the tools' definitions take in a request.
     pub fn definition_chars(&self) -> usize {
         let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
-        whittle_context::json_chars(&specs)
+        whittle_protocol::json_chars(&specs)
     }
 
     /// Adds the tools to `registry`: whole when their definitions take at

@@ -310,7 +310,7 @@ fn is_notification(line: &[u8]) -> bool {
 /// The start of a line, for an error message.
 fn snippet(line: &[u8]) -> String {
     // A few hundred bytes hold the 80 characters shown, and the cut mark.
-    whittle_context::quote_line(&String::from_utf8_lossy(&line[..line.len().min(400)]), 80)
+    whittle_protocol::quote_line(&String::from_utf8_lossy(&line[..line.len().min(400)]), 80)
 }
 
 impl rmcp::transport::Transport<RoleClient> for LineTransport {

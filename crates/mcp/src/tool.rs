@@ -61,7 +61,7 @@ impl Tool for McpTool {
                     return ToolOutput::error(format!(
                         "invalid input for {}: expected a JSON object, got {}",
                         self.remote.public_name,
-                        whittle_context::json_kind(&other)
+                        whittle_protocol::json_kind(&other)
                     ));
                 }
             };

@@ -112,8 +112,8 @@ async fn everything_over_stdio_lists_echoes_shows_an_image_and_cancels() {
     let whole = servers.definition_chars();
     let mut searched = ToolRegistry::builtin();
     servers.install(&mut searched, 0);
-    let search = whittle_context::json_chars(&searched.specs())
-        - whittle_context::json_chars(&ToolRegistry::builtin().specs());
+    let search = whittle_protocol::json_chars(&searched.specs())
+        - whittle_protocol::json_chars(&ToolRegistry::builtin().specs());
     assert!(search < whole / 2, "{search} vs {whole}");
     println!(
         "server-everything: {} tools, definitions {whole} characters (~{} tokens); with tool search {search} characters (~{} tokens)",
@@ -293,7 +293,7 @@ async fn filesystem_and_tool_search() {
     println!(
         "tool definitions: {chars} characters for {} tools; with tool search: {} characters",
         servers.tools().len(),
-        whittle_context::json_chars(&searched.specs())
-            - whittle_context::json_chars(&ToolRegistry::builtin().specs())
+        whittle_protocol::json_chars(&searched.specs())
+            - whittle_protocol::json_chars(&ToolRegistry::builtin().specs())
     );
 }

@@ -19,23 +19,28 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         "a shell parser: both the permission check and the ledger read commands with it",
     ),
     (
+        "whittle-protocol",
+        &[],
+        "the wire types every layer speaks: no I/O, no async, nothing of whittle below it",
+    ),
+    (
         "whittle-sandbox",
         &[],
         "confines processes; it knows nothing of models, tools or the agent",
     ),
     (
         "whittle-context",
-        &["whittle-shell"],
+        &["whittle-protocol", "whittle-shell"],
         "the compaction core: no network, no async, no provider",
     ),
     (
         "whittle-local",
-        &["whittle-context"],
+        &["whittle-protocol"],
         "the embedded model speaks whittle's messages and nothing above them",
     ),
     (
         "whittle-llm",
-        &["whittle-context", "whittle-local"],
+        &["whittle-protocol", "whittle-local"],
         "providers speak messages; they never see tools, the sandbox or the agent",
     ),
     (
@@ -45,7 +50,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     (
         "whittle-mcp",
-        &["whittle-context", "whittle-llm", "whittle-tools"],
+        &["whittle-protocol", "whittle-llm", "whittle-tools"],
         "MCP servers become tools; the agent does not know they are remote",
     ),
     (
@@ -92,7 +97,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
 
 /// Crates whose library must stay synchronous: a harness embeds them
 /// without a runtime.
-const SYNC_CRATES: &[&str] = &["shell", "context", "sandbox"];
+const SYNC_CRATES: &[&str] = &["protocol", "shell", "context", "sandbox"];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

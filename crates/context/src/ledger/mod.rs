@@ -20,11 +20,11 @@ mod render;
 
 pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
 
+use crate::first_line;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker, saved_path_text};
-use crate::message::{Block, Message, Role, ToolResult, ToolUse};
 use crate::path_tokens::{path_tokens, tool_input_strings};
-use crate::text::first_line;
 use crate::tool_names;
+use crate::{Block, Message, Role, ToolResult, ToolUse};
 use command_paths::command_paths;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -356,7 +356,7 @@ impl Recorder {
                 .get(&result.tool_use_id)
                 .map_or("tool", String::as_str);
             let line = first_line(text);
-            let line = crate::text::prefix_chars(line, LINE_CHARS);
+            let line = crate::prefix_chars(line, LINE_CHARS);
             ledger.push_error(format!("{tool}: {line}"));
         }
     }
@@ -430,7 +430,7 @@ fn todo_line(item: &Value) -> Option<String> {
     let status = item.get("status").and_then(Value::as_str).unwrap_or("?");
     Some(format!(
         "[{status}] {}",
-        crate::text::prefix_chars(&crate::text::collapse_whitespace(content), LINE_CHARS)
+        crate::prefix_chars(&crate::collapse_whitespace(content), LINE_CHARS)
     ))
 }
 
@@ -453,9 +453,9 @@ fn input_paths(input: &Value) -> Vec<String> {
 
 /// A command's first line, collapsed and bounded.
 fn one_line_of(command: &str) -> String {
-    let line = crate::text::collapse_whitespace(first_line(command));
-    let line = crate::text::controls_to_spaces(&line);
-    crate::text::prefix_chars(&line, COMMAND_CHARS).to_owned()
+    let line = crate::collapse_whitespace(first_line(command));
+    let line = crate::controls_to_spaces(&line);
+    crate::prefix_chars(&line, COMMAND_CHARS).to_owned()
 }
 
 /// `0`, `2`, `signal 9`... from our bash's `[exit code: N]` line, or

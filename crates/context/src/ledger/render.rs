@@ -9,7 +9,7 @@
 
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
-use crate::text::{controls_to_spaces, group_digits};
+use crate::{controls_to_spaces, group_digits};
 use std::fmt::Write as _;
 
 /// The line that opens the ledger section of a compaction marker.
@@ -153,7 +153,7 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
                 group_digits(total as u64)
             );
             (
-                crate::text::prefix_chars(&p.text, whole_up_to),
+                crate::prefix_chars(&p.text, whole_up_to),
                 Some(cut.as_str()),
             )
         }

@@ -5,7 +5,7 @@
 use crate::meter::Unit;
 use crate::store::StoreError;
 use crate::summarize::SummarizeError;
-use crate::text::{abbreviate_count, collapse_whitespace};
+use crate::{abbreviate_count, collapse_whitespace};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

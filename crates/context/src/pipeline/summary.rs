@@ -13,9 +13,9 @@ use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::{Ledger, ledger_section};
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
-use crate::message::{Content, Message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
+use crate::{Content, Message};
 use std::path::PathBuf;
 
 /// How far a summarizing step got.

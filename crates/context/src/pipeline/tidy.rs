@@ -8,10 +8,10 @@ use crate::markers::{
     Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path,
     saved_placeholder,
 };
-use crate::message::{Block, Role};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::store::Store;
 use crate::store::{ArchivedSpan, StoreError};
+use crate::{Block, Role};
 use std::path::PathBuf;
 
 /// Step 1. If the newest user message's tool_results together exceed the

@@ -10,8 +10,8 @@ mod output_refs;
 
 pub use output_refs::{OutputRef, log_form};
 
-use crate::message::{Block, Content, Message, Role};
 use crate::pipeline::Step;
+use crate::{Block, Content, Message, Role};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs;
@@ -407,7 +407,7 @@ pub fn repair_unanswered(history: &mut Vec<Message>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::validate;
+    use crate::validate;
     use serde_json::json;
 
     fn line(r: &SessionRecord) -> String {

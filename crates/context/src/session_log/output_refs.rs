@@ -3,10 +3,10 @@
 //! hash. One copy on disk, a log that stays small whatever the tools print,
 //! and a resume that can tell when a file it needs has gone.
 
+use crate::group_digits;
 use crate::markers::{Preview, persisted_output, saved_path};
-use crate::message::{Block, Content, Message, ToolResult, ToolResultContent};
 use crate::store::{ContentHash, Store, StoreError};
-use crate::text::group_digits;
+use crate::{Block, Content, Message, ToolResult, ToolResultContent};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -18,8 +18,8 @@ pub use hash::ContentHash;
 pub use output::{CapturedOutput, OutputWriter};
 pub use transcript::ArchivedSpan;
 
-use crate::message::Message;
-use crate::redact::Redactor;
+use crate::Message;
+use crate::Redactor;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs;

@@ -8,9 +8,9 @@
 
 use super::hash::StreamingHash;
 use super::{SavedOutput, Store, StoreError, io_err};
+use crate::group_digits;
 use crate::markers::{Preview, persisted_output};
-use crate::redact::{RedactStream, Redactor};
-use crate::text::group_digits;
+use crate::{RedactStream, Redactor};
 use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

@@ -9,9 +9,9 @@
 
 use super::hash::ContentHash;
 use super::{SavedOutput, StoreError, io_err};
+use crate::Redactor;
 use crate::markers::{Preview, persisted_output};
-use crate::message::{Block, Content, Message, ToolResult};
-use crate::redact::Redactor;
+use crate::{Block, Content, Message, ToolResult};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -144,7 +144,7 @@ fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Op
         );
         let blocks = replaced.get_or_insert_with(|| blocks.clone());
         blocks[i] = Block::ToolResult(ToolResult {
-            content: Some(crate::message::ToolResultContent::Text(marker)),
+            content: Some(crate::ToolResultContent::Text(marker)),
             ..r.clone()
         });
     }
@@ -180,8 +180,8 @@ pub(super) fn read(path: &Path) -> Result<Vec<Message>, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::message::{Block, Message};
     use crate::store::Store;
+    use crate::{Block, Message};
 
     #[test]
     fn appends_once_with_line_numbers_and_survives_a_cut_line() {

@@ -2,7 +2,7 @@
 
 use crate::request::{ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
-use whittle_context::{Block, Content, Message, Role};
+use whittle_protocol::{Block, Content, Message, Role};
 
 /// The first API version that rejects `temperature`, `top_p` and `top_k`.
 const NO_SAMPLING_SINCE: &str = "2026-10-21";

@@ -6,7 +6,7 @@ use crate::http::{EventParser, transport};
 use crate::secret::Secret;
 use crate::sse::SseEvent;
 use serde_json::Value;
-use whittle_context::Block;
+use whittle_protocol::Block;
 
 /// State of one streamed response.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 
 use crate::request::{Effort, ModelRequest};
 use serde_json::{Map, Value, json};
-use whittle_context::{Block, Content, Image, Message, Role, ToolResult, ToolResultContent};
+use whittle_protocol::{Block, Content, Image, Message, Role, ToolResult, ToolResultContent};
 
 /// Which field carries the output limit: OpenAI's own API wants
 /// `max_completion_tokens` (reasoning models reject `max_tokens`); Ollama,

@@ -13,7 +13,7 @@ use crate::secret::Secret;
 use crate::sse::SseEvent;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use whittle_context::{Block, Thinking};
+use whittle_protocol::{Block, Thinking};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Running {

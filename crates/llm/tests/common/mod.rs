@@ -4,11 +4,11 @@
 use serde_json::json;
 use std::time::Duration;
 use testkit::TestServer;
-use whittle_context::{Block, Message};
 use whittle_llm::{
     AnthropicAuth, AnthropicConfig, AnthropicProvider, LlmError, ModelRequest, ModelResponse,
     OpenAiConfig, OpenAiProvider, Provider, RetryPolicy, Secret, StreamEvent, ToolSpec, collect,
 };
+use whittle_protocol::{Block, Message};
 
 pub const ANTHROPIC_KEY: &str = "sk-ant-api03-testkey-0123456789";
 pub const OPENAI_KEY: &str = "sk-proj-testkey-9876543210";

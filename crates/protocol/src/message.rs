@@ -511,7 +511,7 @@ impl Message {
 
     /// Replaces block `index` and returns the old one, keeping sizes exact.
     /// Returns `None` (and changes nothing) when there is no such block.
-    pub(crate) fn replace_block(&mut self, index: usize, block: Block) -> Option<Block> {
+    pub fn replace_block(&mut self, index: usize, block: Block) -> Option<Block> {
         let Content::Blocks(blocks) = &mut self.content else {
             return None;
         };

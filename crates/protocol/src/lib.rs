@@ -1,0 +1,46 @@
+//! whittle's wire types: the messages, blocks and tool specs every layer
+//! speaks (providers, the embedded model, tools, MCP, the compaction
+//! engine), with what belongs to them and nothing else: validation of a
+//! conversation's shape, the text helpers that keep what is shown on one
+//! line, the names of the built-in tools, and redaction of secrets.
+//!
+//! No I/O and no async: a provider or a tool depends on this crate alone,
+//! so a change to the compaction pipeline rebuilds none of them.
+//!
+//! ```
+//! use whittle_protocol::{Block, Extra, Message, Redactor, ToolUse, quote_line, validate};
+//! use serde_json::json;
+//!
+//! let call = ToolUse {
+//!     id: "t1".into(),
+//!     name: "bash".into(),
+//!     input: json!({"command": "ls"}),
+//!     extra: Extra::default(),
+//! };
+//! let conversation = vec![
+//!     Message::user("list the files"),
+//!     Message::assistant_blocks(vec![Block::ToolUse(call)]),
+//! ];
+//! // A tool call with no result yet is a valid end of a conversation.
+//! assert_eq!(validate(&conversation), Ok(()));
+//! assert_eq!(quote_line("a\nb", 80), "a b");
+//! let redactor = Redactor::new(["sk-live-0123456789"]);
+//! assert_eq!(redactor.redact("key=sk-live-0123456789"), "key=[REDACTED]");
+//! ```
+
+mod message;
+mod redact;
+mod text;
+pub mod tool_names;
+mod validate;
+
+pub use message::{
+    Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
+    ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
+};
+pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
+pub use text::{
+    abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
+    group_digits, prefix_chars, quote_line, suffix_chars,
+};
+pub use validate::{ValidationError, validate};
