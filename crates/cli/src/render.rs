@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use whittle_agent::{AgentEvent, EventSink};
 use whittle_context::{Outcome, StepReport, Trigger, collapse_whitespace, tool_names};
-use whittle_tools::todo::render_todos;
+use whittle_tools::render_todos;
 
 /// Characters of a tool's input or output shown on its line.
 const SUMMARY_CHARS: usize = 100;

@@ -21,8 +21,9 @@
 //!     Message::user("list the files"),
 //!     Message::assistant_blocks(vec![Block::ToolUse(call)]),
 //! ];
-//! // A tool call with no result yet is a valid end of a conversation.
-//! assert_eq!(validate(&conversation), Ok(()));
+//! // Every tool call needs its result before the next request is sent.
+//! assert!(validate(&conversation).is_err());
+//! assert_eq!(validate(&conversation[..1]), Ok(()));
 //! assert_eq!(quote_line("a\nb", 80), "a b");
 //! let redactor = Redactor::new(["sk-live-0123456789"]);
 //! assert_eq!(redactor.redact("key=sk-live-0123456789"), "key=[REDACTED]");

@@ -140,6 +140,18 @@ impl RepoScan {
     }
 }
 
+/// `policy` with the repositories of its `repo_roots` as they are now
+/// protected (one a command created with `git init` included), reading only
+/// the folders that changed since `scan` last looked.
+pub(crate) fn with_current_repos(policy: &Policy, scan: &mut RepoScan) -> Policy {
+    let mut p = policy.clone();
+    for root in &policy.repo_roots {
+        add_git_islands_cached(&mut p, root, scan);
+    }
+    p.tidy();
+    p
+}
+
 /// [`add_git_islands`], reading only the folders that changed since
 /// `scan` last saw them.
 pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut RepoScan) {

@@ -185,7 +185,7 @@ impl Layout<'_> {
             }
         }
         p.hidden = self.secrets(home.as_deref());
-        tidy(&mut p);
+        p.tidy();
         Ok(p)
     }
 
@@ -289,52 +289,6 @@ fn add_following_link(p: &mut Policy, root: &Path) {
         Ok(_) => p.read.extend(real(root)),
         Err(_) => {}
     }
-}
-
-/// Removes duplicates and what another root already grants: a read root
-/// inside a writable folder would otherwise become a read-only island, and
-/// hidden paths outside every visible root need no hiding.
-pub(crate) fn tidy(p: &mut Policy) {
-    let writable: Vec<PathBuf> = p.writable().map(Path::to_path_buf).collect();
-    let inside = |path: &Path, roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
-    p.write.sort();
-    p.write.dedup();
-    let write = p.write.clone();
-    p.write = write
-        .iter()
-        .filter(|w| {
-            !write.iter().any(|o| o != *w && w.starts_with(o))
-                && !p.tmp.as_deref().is_some_and(|t| w.starts_with(t))
-        })
-        .cloned()
-        .collect();
-    p.read.sort();
-    p.read.dedup();
-    let read = p.read.clone();
-    p.read = read
-        .iter()
-        .filter(|r| !inside(r, &writable) && !read.iter().any(|o| o != *r && r.starts_with(o)))
-        .cloned()
-        .collect();
-    p.read_only.sort();
-    p.read_only.dedup();
-    p.read_only.retain(|r| inside(r, &writable));
-    for list in [&mut p.pinned, &mut p.absent] {
-        list.sort();
-        list.dedup();
-        list.retain(|r| inside(r, &writable));
-    }
-    p.copy_on_write.sort();
-    p.copy_on_write.dedup();
-    let visible: Vec<PathBuf> = writable
-        .iter()
-        .chain(&p.read)
-        .chain(&p.copy_on_write)
-        .cloned()
-        .collect();
-    p.hidden.sort();
-    p.hidden.dedup();
-    p.hidden.retain(|h| inside(h, &visible));
 }
 
 /// `path` with symlinks and `..` resolved, when it exists.

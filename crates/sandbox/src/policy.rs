@@ -59,21 +59,51 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// This policy with the hooks and config of the workspace's git
-    /// repositories as they are now made read-only.
-    pub fn with_current_repos(&self) -> Policy {
-        self.with_current_repos_cached(&mut crate::islands::RepoScan::default())
-    }
-
-    /// [`Policy::with_current_repos`], reading only the folders that changed
-    /// since `scan` last looked.
-    pub(crate) fn with_current_repos_cached(&self, scan: &mut crate::islands::RepoScan) -> Policy {
-        let mut p = self.clone();
-        for root in &self.repo_roots {
-            crate::islands::add_git_islands_cached(&mut p, root, scan);
+    /// Removes duplicates and what another root already grants: a read root
+    /// inside a writable folder would otherwise become a read-only island, and
+    /// hidden paths outside every visible root need no hiding.
+    pub(crate) fn tidy(&mut self) {
+        let p = self;
+        let writable: Vec<PathBuf> = p.writable().map(Path::to_path_buf).collect();
+        let inside = |path: &Path, roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
+        p.write.sort();
+        p.write.dedup();
+        let write = p.write.clone();
+        p.write = write
+            .iter()
+            .filter(|w| {
+                !write.iter().any(|o| o != *w && w.starts_with(o))
+                    && !p.tmp.as_deref().is_some_and(|t| w.starts_with(t))
+            })
+            .cloned()
+            .collect();
+        p.read.sort();
+        p.read.dedup();
+        let read = p.read.clone();
+        p.read = read
+            .iter()
+            .filter(|r| !inside(r, &writable) && !read.iter().any(|o| o != *r && r.starts_with(o)))
+            .cloned()
+            .collect();
+        p.read_only.sort();
+        p.read_only.dedup();
+        p.read_only.retain(|r| inside(r, &writable));
+        for list in [&mut p.pinned, &mut p.absent] {
+            list.sort();
+            list.dedup();
+            list.retain(|r| inside(r, &writable));
         }
-        crate::layout::tidy(&mut p);
-        p
+        p.copy_on_write.sort();
+        p.copy_on_write.dedup();
+        let visible: Vec<PathBuf> = writable
+            .iter()
+            .chain(&p.read)
+            .chain(&p.copy_on_write)
+            .cloned()
+            .collect();
+        p.hidden.sort();
+        p.hidden.dedup();
+        p.hidden.retain(|h| inside(h, &visible));
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
-use crate::islands::RepoScan;
+use crate::islands::{RepoScan, with_current_repos};
 use crate::policy::Policy;
 use crate::quarantine::{Quarantined, quarantine_new_paths};
 use std::ffi::OsStr;
@@ -212,8 +212,8 @@ impl Sandbox {
             } => {
                 // A repository created by the last command is protected now.
                 let fresh = (!policy.repo_roots.is_empty()).then(|| match self.inner.scan.lock() {
-                    Ok(mut scan) => policy.with_current_repos_cached(&mut scan),
-                    Err(_) => policy.with_current_repos(),
+                    Ok(mut scan) => with_current_repos(policy, &mut scan),
+                    Err(_) => with_current_repos(policy, &mut RepoScan::default()),
                 });
                 let fresh_text = fresh
                     .as_ref()

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use whittle_context::{Block, Image, ToolResult, ToolResultContent};
 
-use crate::todo::TodoStore;
+use crate::todo_list::TodoStore;
 use whittle_sandbox::Sandbox;
 
 /// What a tool hands back to the model: text, and whether it describes a failure.

@@ -16,18 +16,28 @@ use whittle_tools::{Decision, ToolContext, ToolOutput};
 /// The result the `compact` tool gives; the harness summarizes after the batch.
 pub const COMPACT_ACK: &str = "[Compaction requested. This completed turn will be summarized.]";
 
+/// What the model asked for besides its tools' results.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum AfterTools {
+    /// Nothing: the turn goes on.
+    Continue,
+    /// The `compact` tool was called: summarize this turn, with the focus
+    /// it named, if any.
+    Compact { focus: Option<String> },
+}
+
 impl Agent {
     /// Runs every tool of one response, in order; returns their results and
-    /// the `compact` request, if any (with its focus).
+    /// whether `compact` was asked for.
     pub(super) async fn run_tools(
         &mut self,
         uses: &[ToolUse],
         tool_ctx: &ToolContext,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
-    ) -> Result<(Vec<Block>, Option<Option<String>>), AgentError> {
+    ) -> Result<(Vec<Block>, AfterTools), AgentError> {
         let mut results = Vec::with_capacity(uses.len());
-        let mut compact = None;
+        let mut after = AfterTools::Continue;
         for call in uses {
             if cancel.is_cancelled() {
                 results.push(Block::tool_result(
@@ -44,12 +54,13 @@ impl Agent {
             });
             let started = Instant::now();
             let mut output = if call.name == tool_names::COMPACT {
-                compact = Some(
-                    call.input
+                after = AfterTools::Compact {
+                    focus: call
+                        .input
                         .get("focus")
                         .and_then(Value::as_str)
                         .map(str::to_string),
-                );
+                };
                 ToolOutput::ok(COMPACT_ACK)
             } else {
                 self.run_one_tool(call, tool_ctx, sink, cancel).await
@@ -86,7 +97,7 @@ impl Agent {
             });
             results.push(output.into_tool_result(&call.id));
         }
-        Ok((results, compact))
+        Ok((results, after))
     }
 
     /// One call: an unknown tool, a PreToolUse hook's block, or the policy's

@@ -4,6 +4,7 @@
 use super::Agent;
 use super::error::AgentError;
 use super::events::{AgentEvent, EventSink};
+use super::tool_dispatch::AfterTools;
 use crate::hooks::HookEvent;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -136,12 +137,12 @@ impl Agent {
                 }
                 return Ok(TurnOutcome::Done { text });
             }
-            let (results, compact) = self.run_tools(&uses, &tool_ctx, sink, cancel).await?;
+            let (results, after) = self.run_tools(&uses, &tool_ctx, sink, cancel).await?;
             self.push(Message::user_blocks(results))?;
             if cancel.is_cancelled() {
                 return Ok(TurnOutcome::Cancelled);
             }
-            if let Some(focus) = compact {
+            if let AfterTools::Compact { focus } = after {
                 self.compact(focus.as_deref(), sink, cancel).await?;
             }
         }
