@@ -788,6 +788,19 @@ pub(crate) fn snapshot_of(path: &Path) -> Option<Entry> {
     })
 }
 
+/// The paths whose entry differs between two snapshots (made, changed or
+/// removed).
+pub(crate) fn changed_paths<'a>(before: &'a Snapshot, after: &'a Snapshot) -> Vec<&'a PathBuf> {
+    let mut out: Vec<&PathBuf> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|p| before.get(*p) != after.get(*p))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Every path under `roots`, the package caches included.
 pub(crate) fn snapshot(roots: &[&Path]) -> Snapshot {
     let mut out = Snapshot::new();
@@ -880,11 +893,7 @@ fn holds(tag: &str, args: &[&str], read_only: bool) {
         .filter(|(t, _)| t.starts_with("[denied]"))
         .count();
     let after = snapshot(&outside);
-    let changed: Vec<&PathBuf> = before
-        .keys()
-        .chain(after.keys())
-        .filter(|p| before.get(*p) != after.get(*p))
-        .collect();
+    let changed = changed_paths(&before, &after);
     eprintln!(
         "escapes {tag} {args:?}: {} attempts, {denied} refused by the parser, {} got through",
         results.len(),
@@ -976,11 +985,7 @@ fn holds(tag: &str, args: &[&str], read_only: bool) {
         for s in [&mut ws_after, &mut ws_before] {
             s.retain(|p, _| !p.starts_with(arena.h.ws().join(".whittle")));
         }
-        let changed: Vec<&PathBuf> = ws_before
-            .keys()
-            .chain(ws_after.keys())
-            .filter(|p| ws_before.get(*p) != ws_after.get(*p))
-            .collect();
+        let changed = changed_paths(&ws_before, &ws_after);
         assert!(
             changed.is_empty(),
             "{tag}: read-only changed the workspace: {changed:?}"

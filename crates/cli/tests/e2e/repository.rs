@@ -24,7 +24,7 @@
 //! is left and nothing hung.
 
 use crate::Harness;
-use crate::escapes::{Snapshot, files_under, fill_places, git, snapshot};
+use crate::escapes::{Snapshot, changed_paths, files_under, fill_places, git, snapshot};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -603,10 +603,8 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
     }
     let fired = arena.fired();
     let outside_after = snapshot(&[arena.c(), &home]);
-    let changed: Vec<&PathBuf> = outside_before
-        .keys()
-        .chain(outside_after.keys())
-        .filter(|p| outside_before.get(*p) != outside_after.get(*p))
+    let changed: Vec<&PathBuf> = changed_paths(&outside_before, &outside_after)
+        .into_iter()
         .filter(|p| {
             !p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("fired-"))
@@ -819,11 +817,7 @@ fn a_hostile_clone_runs_nothing_in_any_mode() {
             "{tag}: core.worktree was followed"
         );
         let after = snapshot(&[arena.c(), arena.h.home.path()]);
-        let changed: Vec<&PathBuf> = before
-            .keys()
-            .chain(after.keys())
-            .filter(|p| before.get(*p) != after.get(*p))
-            .collect();
+        let changed = changed_paths(&before, &after);
         assert!(changed.is_empty(), "{tag}: changed outside: {changed:?}");
     }
 }
