@@ -3,14 +3,14 @@
 //! `WHITTLE_MODEL`, then the command line.
 
 use crate::args::{AgentArgs, Preset, SandboxMode};
+pub use crate::config_file::{Env, FileConfig, read_file_config, user_config_path};
 use crate::trust::{self, Widening};
 use anyhow::{Context, bail};
-use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use whittle_agent::CommandHook;
 use whittle_context::TokenBudget;
-use whittle_llm::{Effort, ModelFactsOverride, ModelSpec, Reasoning, Thinking};
+use whittle_llm::{ModelFactsOverride, ModelSpec, Reasoning};
 use whittle_mcp::{ServerConfig, ServerEntry};
 use whittle_tools::PermissionMode;
 
@@ -24,77 +24,6 @@ pub const DEFAULT_MAX_TURNS: u32 = 200;
 /// Output tokens per call unless configured: the model's own limit, capped,
 /// since every token reserved for output is taken from the context.
 pub const DEFAULT_MAX_TOKENS_CAP: u64 = 32_000;
-
-/// Looks up an environment variable; a function so tests need not touch the
-/// process environment.
-pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-/// One config file as written. Unknown keys are errors: a typo should not
-/// silently do nothing.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// `PROVIDER:NAME`.
-    pub model: Option<String>,
-    /// `default`, `read-only`, `accept-edits` or `yolo`.
-    pub permission_mode: Option<PermissionMode>,
-    /// `--allow` rules.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Model calls per task.
-    pub max_turns: Option<u32>,
-    /// Output tokens per call.
-    pub max_tokens: Option<u32>,
-    /// `teaching`, or `default` for none.
-    pub preset: Option<String>,
-    /// Appended to the system prompt.
-    pub system_prompt_extra: Option<String>,
-    /// Hook commands.
-    #[serde(default)]
-    pub hooks: Vec<CommandHook>,
-    /// Corrections to the built-in table of context windows, by model id.
-    #[serde(default)]
-    pub models: HashMap<String, ModelFactsOverride>,
-    /// Fraction of the usable window at which compaction starts.
-    pub auto_compact_fraction: Option<f64>,
-    /// Tokens kept free for the answer (default: `max_tokens`).
-    pub reserved_output_tokens: Option<u64>,
-    /// Extended thinking: `"adaptive"`, `"off"` or a token budget.
-    pub thinking: Option<Thinking>,
-    /// `low` to `max`.
-    pub effort: Option<Effort>,
-    /// MCP servers, `[mcp_servers.NAME]`.
-    #[serde(default)]
-    pub mcp_servers: BTreeMap<String, ServerEntry>,
-    /// Share of the window the MCP tool definitions may take (default 0.1).
-    pub mcp_schema_share: Option<f64>,
-    /// The REPL's line after each turn (default: on).
-    pub status_line: Option<bool>,
-    /// `[sandbox]`: how commands are confined.
-    #[serde(default)]
-    pub sandbox: SandboxConfig,
-}
-
-/// `[sandbox]` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
-    /// `auto`, `read-only`, `workspace-write` or `off`.
-    pub mode: Option<SandboxMode>,
-    /// Whether commands have the network (default: off in read-only, on
-    /// otherwise).
-    pub network: Option<bool>,
-    /// More folders commands may write (absolute or `~/...`).
-    #[serde(default)]
-    pub writable_roots: Vec<String>,
-    /// More folders commands may read (absolute or `~/...`).
-    #[serde(default)]
-    pub read_roots: Vec<String>,
-    /// More environment variables commands do not inherit, and whose values
-    /// are redacted like the provider keys.
-    #[serde(default)]
-    pub hide_env: Vec<String>,
-}
 
 /// `[sandbox]` with every layer and flag applied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -185,16 +114,6 @@ impl Settings {
     }
 }
 
-/// The user's config file: `$XDG_CONFIG_HOME/whittle/config.toml`, else
-/// `$HOME/.config/whittle/config.toml`.
-pub fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
-    let absolute = |v: String| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    env("XDG_CONFIG_HOME")
-        .and_then(absolute)
-        .or_else(|| env("HOME").and_then(absolute).map(|h| h.join(".config")))
-        .map(|dir| dir.join("whittle").join("config.toml"))
-}
-
 /// Asked when a folder's own config would widen what runs and the folder is
 /// not trusted yet; `true` trusts it from now on.
 pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
@@ -248,95 +167,6 @@ fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
         bail!("workspace {} is not a folder (check --cwd)", dir.display());
     }
     Ok(dir)
-}
-
-/// Largest config file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// Reads one config file; `Ok(None)` when it does not exist.
-/// A workspace's config may be the repository's: a FIFO or a device there
-/// is refused at once rather than read.
-pub fn read_file_config(path: &Path) -> anyhow::Result<Option<FileConfig>> {
-    let bytes = match whittle_sandbox::read_regular_file(path, MAX_CONFIG_BYTES) {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => bail!("config file: {e}"),
-    };
-    let Ok(text) = String::from_utf8(bytes) else {
-        bail!("config file {}: not valid UTF-8", path.display());
-    };
-    let config = parse_file_config(&text)
-        .map_err(|problem| anyhow::anyhow!("config file {}: {problem}", path.display()))?;
-    Ok(Some(config))
-}
-
-/// Parses and checks a config file's text; the error is one line.
-pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
-    let config: FileConfig = toml::from_str(text).map_err(|e| {
-        let message = whittle_context::collapse_whitespace(e.message());
-        match e.span() {
-            Some(span) => {
-                let (line, column) = line_column(text, span.start);
-                let source = text.lines().nth(line - 1).unwrap_or("").trim();
-                let source: String = source.chars().take(80).collect();
-                format!("line {line}, column {column} (`{source}`): {message}")
-            }
-            None => message,
-        }
-    })?;
-    if let Some(p) = &config.preset
-        && p != "default"
-        && Preset::parse(p).is_none()
-    {
-        return Err(format!(
-            "unknown preset {p:?}; expected \"teaching\" or \"default\""
-        ));
-    }
-    if let Some(f) = config.auto_compact_fraction
-        && !(f > 0.0 && f <= 1.0)
-    {
-        return Err(format!(
-            "auto_compact_fraction must be above 0 and at most 1, not {f}"
-        ));
-    }
-    for rule in &config.allow {
-        rule.parse::<whittle_tools::AllowRule>()
-            .map_err(|e| e.to_string())?;
-    }
-    if let Some(m) = &config.model {
-        m.parse::<ModelSpec>().map_err(|e| format!("model: {e}"))?;
-    }
-    for root in config
-        .sandbox
-        .writable_roots
-        .iter()
-        .chain(&config.sandbox.read_roots)
-    {
-        if !(root.starts_with('/') || root.starts_with("~/")) {
-            return Err(format!(
-                "sandbox root {root:?} must be an absolute path or start with ~/"
-            ));
-        }
-    }
-    for (name, entry) in &config.mcp_servers {
-        ServerConfig::from_entry(name, entry).map_err(|e| e.to_string())?;
-    }
-    if let Some(f) = config.mcp_schema_share
-        && !(0.0..=1.0).contains(&f)
-    {
-        return Err(format!(
-            "mcp_schema_share must be from 0 (always search MCP tools) to 1, not {f}"
-        ));
-    }
-    Ok(config)
-}
-
-/// 1-based line and column of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset.min(text.len())).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 /// Applies the layers in order, then `WHITTLE_MODEL`, then the flags.
@@ -492,13 +322,17 @@ fn choice(spec: &str, source: &str) -> anyhow::Result<ModelChoice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use whittle_llm::{Effort, Thinking};
 
     fn no_env(_: &str) -> Option<String> {
         None
     }
 
     fn layer(name: &str, text: &str) -> (PathBuf, FileConfig) {
-        (PathBuf::from(name), parse_file_config(text).unwrap())
+        (
+            PathBuf::from(name),
+            crate::config_file::parse_file_config(text).unwrap(),
+        )
     }
 
     #[test]
@@ -663,7 +497,7 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
             ("[mcp_servers.fs]\ncommand = \"x\"\ncomand = 1", "comand"),
             ("mcp_schema_share = 2.0", "mcp_schema_share"),
         ] {
-            let err = parse_file_config(text).unwrap_err();
+            let err = crate::config_file::parse_file_config(text).unwrap_err();
             assert!(!err.contains('\n'), "{err}");
             assert!(err.contains(expect), "{text}: {err}");
         }
@@ -705,7 +539,7 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
     proptest::proptest! {
         #[test]
         fn any_text_parses_or_gives_one_line(text in "\\PC{0,200}") {
-            if let Err(e) = parse_file_config(&text) {
+            if let Err(e) = crate::config_file::parse_file_config(&text) {
                 proptest::prop_assert!(!e.contains('\n'));
             }
         }
@@ -720,15 +554,17 @@ mod sandbox_tests {
     fn sandbox_settings_layer_and_expand_the_home_folder() {
         let user = (
             PathBuf::from("/u.toml"),
-            parse_file_config(
+            crate::config_file::parse_file_config(
                 "[sandbox]\nnetwork = false\nwritable_roots = [\"~/data\"]\nhide_env = [\"GITHUB_TOKEN\"]",
             )
             .unwrap(),
         );
         let project = (
             PathBuf::from("/w/.whittle/config.toml"),
-            parse_file_config("[sandbox]\nmode = \"read-only\"\nread_roots = [\"/srv/docs\"]")
-                .unwrap(),
+            crate::config_file::parse_file_config(
+                "[sandbox]\nmode = \"read-only\"\nread_roots = [\"/srv/docs\"]",
+            )
+            .unwrap(),
         );
         let env = |k: &str| (k == "HOME").then(|| "/home/u".to_string());
         let s = resolve(

@@ -5,6 +5,7 @@
 mod approve;
 mod args;
 mod config;
+mod config_file;
 mod interrupt;
 mod mcp_cmd;
 mod model_cmd;

@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn config_overrides_the_window_and_the_reserve() {
-        let file = crate::config::parse_file_config(
+        let file = crate::config_file::parse_file_config(
             "reserved_output_tokens = 1000\nauto_compact_fraction = 0.5\n[models.\"tiny\"]\ncontext_window = 10000\n",
         )
         .unwrap();

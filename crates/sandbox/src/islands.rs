@@ -130,7 +130,7 @@ impl RepoScan {
                     } else {
                         None
                     };
-                } else if kind.is_dir() && name != ".whittle" {
+                } else if kind.is_dir() {
                     listing.subfolders.push(entry.path());
                 }
             }
@@ -155,6 +155,8 @@ pub(crate) fn with_current_repos(policy: &Policy, scan: &mut RepoScan) -> Policy
 /// [`add_git_islands`], reading only the folders that changed since
 /// `scan` last saw them.
 pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut RepoScan) {
+    // whittle's own folder holds no repository and may hold many files.
+    let own = root.join(".whittle");
     let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
     while let Some(dir) = stack.pop() {
@@ -165,7 +167,7 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
         let Some(listing) = scan.listing(&dir) else {
             continue;
         };
-        stack.extend(listing.subfolders.iter().cloned());
+        stack.extend(listing.subfolders.iter().filter(|d| **d != own).cloned());
         let git = listing.git;
         let path = dir.join(".git");
         match git {
