@@ -484,8 +484,9 @@ async fn wait_until(limit: Duration, done: impl Fn() -> bool) {
 const STDIO_EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How long telling a server to cancel may take: a server that does not
-/// read its input must not hold up the turn.
-const CANCEL_NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
+/// read its input must not hold up the turn. One second was seen to be too
+/// short on a loaded 2-core machine, where the notice then never went out.
+const CANCEL_NOTICE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Tells the server a request is abandoned unless disarmed. A call that
 /// ends by deadline or cancellation sends it before returning; a call that
