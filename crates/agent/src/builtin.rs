@@ -4,12 +4,13 @@
 use crate::agent::{Agent, AgentConfig, COMPACT_ACK, DenyAsks, TurnOutcome, UsageMeter};
 use crate::hooks::Hooks;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::sync::Arc;
-use whittle_context::tool_names;
 use whittle_llm::Provider;
+use whittle_protocol::tool_names;
 use whittle_tools::{
-    PermissionMode, PermissionPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
+    PermissionMode, PermissionPolicy, ToolContext, ToolOutput, ToolRegistry, TypedTool,
 };
 
 /// The model raises its hand: summarize the history after this batch of tools.
@@ -17,32 +18,23 @@ use whittle_tools::{
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompactTool;
 
-impl Tool for CompactTool {
-    fn name(&self) -> &str {
-        tool_names::COMPACT
-    }
+/// What the model sends to `compact`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactInput {
+    /// What the summary must keep in detail.
+    pub focus: Option<String>,
+}
 
-    fn description(&self) -> &str {
-        "Summarize the conversation so far to free context space. Call it after finishing a stage \
+impl TypedTool for CompactTool {
+    type Input = CompactInput;
+    const NAME: &'static str = tool_names::COMPACT;
+    const DESCRIPTION: &'static str = "Summarize the conversation so far to free context space. Call it after finishing a stage \
          of work when the details before it are no longer needed; the summary keeps the goal, \
-         decisions, files and remaining work. Give a focus to say what the summary must keep."
-    }
+         decisions, files and remaining work. Give a focus to say what the summary must keep.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "focus": {"type": "string", "description": "What the summary must keep in detail."}
-            },
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, _: CompactInput, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async { ToolOutput::ok(COMPACT_ACK) })
     }
 }
@@ -108,40 +100,26 @@ impl TaskTool {
     }
 }
 
-impl Tool for TaskTool {
-    fn name(&self) -> &str {
-        tool_names::TASK
-    }
+/// What the model sends to `task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskInput {
+    /// A few words naming the task.
+    pub description: Option<String>,
+    /// The full task for the subagent.
+    pub prompt: String,
+}
 
-    fn description(&self) -> &str {
-        "Delegate a self-contained research task (searching, reading many files, summarizing) to a \
+impl TypedTool for TaskTool {
+    type Input = TaskInput;
+    const NAME: &'static str = tool_names::TASK;
+    const DESCRIPTION: &'static str = "Delegate a self-contained research task (searching, reading many files, summarizing) to a \
          subagent with a fresh context and read-only tools. It returns only its final answer, so \
-         your own context stays small. Say exactly what you need back."
-    }
+         your own context stays small. Say exactly what you need back.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A few words naming the task."},
-                "prompt": {"type": "string", "description": "The full task for the subagent."}
-            },
-            "required": ["prompt"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: TaskInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let Some(prompt) = input.get("prompt").and_then(Value::as_str) else {
-                return ToolOutput::error(
-                    "invalid input for task: `prompt` (a string) is required",
-                );
-            };
             let mut agent = Agent::new(
                 self.provider.clone(),
                 self.tools.clone(),
@@ -154,7 +132,10 @@ impl Tool for TaskTool {
                 agent = agent.with_usage_meter(meter.clone());
             }
             let mut sink = |_| {};
-            match agent.run_turn(prompt, &mut sink, ctx.cancel_token()).await {
+            match agent
+                .run_turn(&input.prompt, &mut sink, ctx.cancel_token())
+                .await
+            {
                 Ok(TurnOutcome::Done { text }) => ToolOutput::ok(text),
                 Ok(TurnOutcome::MaxTurns) => ToolOutput::error(format!(
                     "the subagent used all {} model calls without a final answer",

@@ -4,7 +4,7 @@
 //! once per session and bounded: it sits in the cached prompt prefix.
 
 use std::path::Path;
-use whittle_context::quote_line;
+use whittle_protocol::quote_line;
 use whittle_sandbox::QuietGit;
 
 /// Most status lines shown.

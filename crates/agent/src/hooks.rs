@@ -251,7 +251,7 @@ impl CommandHook {
                 "hook `{}` failed (exit {}): {}",
                 self.command,
                 code.map_or("signal".to_string(), |c| c.to_string()),
-                whittle_context::collapse_whitespace(&said())
+                whittle_protocol::collapse_whitespace(&said())
             )),
         }
     }

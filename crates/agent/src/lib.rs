@@ -29,7 +29,7 @@ pub use agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Approval, Approver, COMPACT_ACK, ContextBreakdown,
     DenyAsks, EventSink, MeterChoice, Resumed, TurnOutcome, Uncompacted, UsageMeter, UsageTotals,
 };
-pub use builtin::{CompactTool, TaskTool};
+pub use builtin::{CompactInput, CompactTool, TaskInput, TaskTool};
 pub use environment::environment_block;
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
 pub use instructions::{InstructionFile, ProjectInstructions, instructions_chars};

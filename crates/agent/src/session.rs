@@ -8,9 +8,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use whittle_context::{
-    Redactor, SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session,
-};
+use whittle_context::{SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session};
+use whittle_protocol::Redactor;
 
 /// An open session log, appended to as the agent works.
 #[derive(Debug)]
@@ -222,7 +221,7 @@ pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionFile
 #[cfg(test)]
 mod tests {
     use super::*;
-    use whittle_context::Message;
+    use whittle_protocol::Message;
 
     #[test]
     fn resume_drops_a_cut_last_line_and_appends_cleanly() {

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use whittle_context::{
-    CONTINUATION_INSTRUCTION, Message, Role, SUMMARY_SYSTEM_PROMPT, SummarizeError, SummaryInput,
+    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, SummaryInput,
     TRANSCRIPT_INSTRUCTION, summary_instruction,
 };
 use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
+use whittle_protocol::{Message, Role};
 
 /// Summaries for the compaction pipeline's requests
 /// ([`SummaryNeeded`](whittle_context::SummaryNeeded)), asked of a provider.

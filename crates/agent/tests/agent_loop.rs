@@ -11,8 +11,9 @@ use whittle_agent::{
     Agent, AgentConfig, AgentError, AgentEvent, CommandHook, CompactTool, HookKind, Hooks,
     MeterChoice, TurnOutcome, system_prompt,
 };
-use whittle_context::{Limits, Message, TokenBudget, read_session, validate};
+use whittle_context::{Limits, TokenBudget, read_session};
 use whittle_llm::{AnthropicAuth, AnthropicConfig, AnthropicProvider, Provider, Secret};
+use whittle_protocol::{Message, validate};
 use whittle_tools::{PermissionMode, PermissionPolicy, Skills, ToolRegistry};
 
 struct Setup {
@@ -72,7 +73,7 @@ impl Setup {
             ),
             reasoning: whittle_llm::Reasoning::default(),
             sandbox: whittle_tools::Sandbox::none(),
-            redactor: whittle_context::Redactor::default(),
+            redactor: whittle_protocol::Redactor::default(),
         }
     }
 
@@ -463,7 +464,7 @@ async fn known_secrets_are_redacted_from_tool_results_and_the_session_log() {
     );
     s.server.push(Reply::text("done"));
     let mut config = s.config(Limits::teaching(), MeterChoice::Chars);
-    config.redactor = whittle_context::Redactor::new([secret]);
+    config.redactor = whittle_protocol::Redactor::new([secret]);
     let mut agent = s.agent_with(config);
     agent.start_session().unwrap();
     let (result, events) = run(&mut agent, "show me leak.txt").await;

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 use whittle_agent::ProviderSummarizer;
-use whittle_context::{Block, Message, SummaryInput, bounded_transcript};
+use whittle_context::{SummaryInput, bounded_transcript};
 use whittle_llm::LocalProvider;
+use whittle_protocol::{Block, Message};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_local_model_writes_a_non_empty_summary_both_ways() {

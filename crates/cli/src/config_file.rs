@@ -117,7 +117,7 @@ pub fn read_file_config(path: &Path) -> anyhow::Result<Option<FileConfig>> {
 /// Parses and checks a config file's text; the error is one line.
 pub fn parse_file_config(text: &str) -> Result<FileConfig, String> {
     let config: FileConfig = toml::from_str(text).map_err(|e| {
-        let message = whittle_context::collapse_whitespace(e.message());
+        let message = whittle_protocol::collapse_whitespace(e.message());
         match e.span() {
             Some(span) => {
                 let (line, column) = line_column(text, span.start);

@@ -14,6 +14,7 @@ mod providers;
 mod render;
 mod repl;
 mod replay_cmd;
+mod replay_run;
 mod replay_table;
 mod report_cmd;
 mod sandbox_check;
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
             render::err_line(&format!(
                 "{} {}",
                 style.red("error:"),
-                whittle_context::collapse_whitespace(&format!("{e:#}"))
+                render::error_line(&e)
             ));
             ExitCode::FAILURE
         }

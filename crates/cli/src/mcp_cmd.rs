@@ -9,10 +9,10 @@ use crate::style::Style;
 use serde_json::{Map, Value, json};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
-use whittle_context::collapse_whitespace;
 use whittle_mcp::{
     McpServers, ServerConfig, ServerEntry, StartEvent, StartOptions, public_tool_name,
 };
+use whittle_protocol::collapse_whitespace;
 use whittle_tools::{CancellationToken, Tool};
 
 /// How much a start says on the terminal.
@@ -173,7 +173,7 @@ fn call_arguments(given: Option<&str>) -> anyhow::Result<Value> {
     if !value.is_object() {
         anyhow::bail!(
             "the arguments must be a JSON object, not {}",
-            whittle_context::json_kind(&value)
+            whittle_protocol::json_kind(&value)
         );
     }
     Ok(value)

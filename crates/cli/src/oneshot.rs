@@ -185,7 +185,7 @@ fn classify(
         Err(e) => (
             "error",
             String::new(),
-            Some(whittle_context::collapse_whitespace(&e.to_string())),
+            Some(whittle_protocol::collapse_whitespace(&e.to_string())),
             1,
         ),
     }

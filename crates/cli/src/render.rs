@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use whittle_agent::{AgentEvent, EventSink};
-use whittle_context::{Outcome, StepReport, Trigger, collapse_whitespace, tool_names};
+use whittle_context::{Outcome, StepReport, Trigger};
+use whittle_protocol::{collapse_whitespace, tool_names};
 use whittle_tools::render_todos;
 
 /// Characters of a tool's input or output shown on its line.
@@ -259,6 +260,25 @@ pub fn err_line(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
     let _ = err.flush();
+}
+
+/// An error and its causes as one line: each cause is added only when the
+/// text so far does not already say it, since library errors here name their
+/// cause in their own message (so `{e}` alone is whole) and keep it as
+/// `source()` too.
+pub fn error_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    whittle_protocol::collapse_whitespace(&line)
 }
 
 /// `retrying in 2.0s (attempt 1): reason`.

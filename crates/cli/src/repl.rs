@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, Uncompacted, list_sessions};
-use whittle_context::{collapse_whitespace, group_digits};
 use whittle_mcp::Installation;
+use whittle_protocol::{collapse_whitespace, group_digits};
 
 /// The prompt.
 const PROMPT: &str = "> ";
@@ -202,7 +202,7 @@ pub fn run(
             continue;
         }
         if let Err(e) = session.ensure_logging() {
-            renderer.error(&collapse_whitespace(&format!("{e:#}")));
+            renderer.error(&crate::render::error_line(&e));
             continue;
         }
         renderer.take_turn_compaction();
@@ -276,7 +276,7 @@ fn slash(
             let prices = session.prices();
             match crate::report_cmd::write_session_page(&session.agent, prices, settings) {
                 Ok(path) => out_line(&path.display().to_string()),
-                Err(e) => renderer.error(&collapse_whitespace(&format!("{e:#}"))),
+                Err(e) => renderer.error(&crate::render::error_line(&e)),
             }
         }
         SlashCommand::Clear => match agent.clear() {
@@ -303,7 +303,7 @@ fn slash(
                 return Flow::Continue;
             }
             if let Err(e) = session.ensure_logging() {
-                renderer.error(&collapse_whitespace(&format!("{e:#}")));
+                renderer.error(&crate::render::error_line(&e));
                 return Flow::Continue;
             }
             let result = rt.block_on(interrupt::compact(

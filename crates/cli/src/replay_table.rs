@@ -2,7 +2,7 @@
 //! then one line per conversation. The numbers are `whittle-replay`'s; how
 //! they look on a terminal is the CLI's business.
 
-use whittle_context::{abbreviate_count, group_digits};
+use whittle_protocol::{abbreviate_count, group_digits};
 use whittle_replay::{ErrorPct, RecordedTotals, ReplayReport, ReplaySummary, Survival, Tally};
 
 /// The summary as a table for people: policies in columns, totals first,

@@ -5,7 +5,7 @@
 use crate::args::{ReplayOptions, ReportArgs};
 use crate::config::{Env, Settings, resolve};
 use crate::render::{err_line, out_line};
-use crate::replay_cmd::replay;
+use crate::replay_run::replay;
 use crate::setup::agent_config;
 use crate::style::Style;
 use anyhow::{Context, bail};
@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Handle;
 use whittle_agent::{Agent, MeterChoice};
-use whittle_context::{SessionRecord, group_digits};
+use whittle_context::SessionRecord;
 use whittle_llm::{ModelSpec, Prices};
+use whittle_protocol::group_digits;
 use whittle_replay::{Format, ReplaySummary};
 use whittle_report::{Page, SessionOptions};
 
@@ -72,7 +73,7 @@ pub fn write_page(
         if let Err(e) = page.add_session(&row.source, &page_dir, &session) {
             err_line(&style.yellow(&format!(
                 "left out of the page: {}",
-                whittle_context::collapse_whitespace(&e.to_string())
+                whittle_protocol::collapse_whitespace(&e.to_string())
             )));
         }
     }

@@ -5,8 +5,8 @@
 use crate::args::SandboxMode;
 use crate::config::{Env, Settings, user_config_path};
 use std::path::Path;
-use whittle_context::Redactor;
 use whittle_llm::KEY_VARS;
+use whittle_protocol::Redactor;
 use whittle_sandbox::{
     Layout, Level, QuietGit, Sandbox, Support, private_layers, private_tmp, probe, probe_contain,
 };

@@ -11,10 +11,11 @@ use whittle_agent::{
     Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, ProjectInstructions, TaskTool,
     UsageMeter, environment_block, find_session, session_system_prompt,
 };
-use whittle_context::tool_names;
-use whittle_context::{Limits, Redactor, TokenBudget, TokenMeter};
+use whittle_context::{Limits, TokenBudget, TokenMeter};
 use whittle_llm::{ModelSpec, Prices, model_facts_with};
 use whittle_mcp::{Installation, McpServers, TOOL_SEARCH_NAME};
+use whittle_protocol::Redactor;
+use whittle_protocol::tool_names;
 use whittle_tools::{PermissionPolicy, Sandbox, Skills, ToolRegistry};
 
 /// Tools the policy lets through in every mode: they touch no files themselves.

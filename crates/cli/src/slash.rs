@@ -6,8 +6,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
-use whittle_context::{SessionRecord, group_digits};
+use whittle_context::SessionRecord;
 use whittle_llm::Prices;
+use whittle_protocol::group_digits;
 
 /// A line that starts with `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,7 +177,7 @@ pub fn render_sessions(sessions: &[SessionInfo], current: Option<&str>) -> Strin
             "{mark} {}  {}  {}\n",
             s.id,
             utc_minutes(s.modified),
-            clip(&whittle_context::collapse_whitespace(&first), 70)
+            clip(&whittle_protocol::collapse_whitespace(&first), 70)
         ));
     }
     out.push_str("continue one with: whittle --resume ID");

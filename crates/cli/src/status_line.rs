@@ -4,7 +4,7 @@
 //! `/cost` after every turn.
 
 use whittle_agent::ContextBreakdown;
-use whittle_context::group_digits;
+use whittle_protocol::group_digits;
 
 /// `context 41,200 / 200,000 tokens (21%), compacts at 162,000 (81%) · $0.0412 · compacted: ...`.
 pub fn status_line(

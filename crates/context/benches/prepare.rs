@@ -10,9 +10,9 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use serde_json::json;
 use std::hint::black_box;
 use whittle_context::{
-    Block, Compactor, History, Limits, Message, Store, SummarizeError, Summarizer, TokenBudget,
-    TokenMeter,
+    Compactor, History, Limits, Store, SummarizeError, Summarizer, TokenBudget, TokenMeter,
 };
+use whittle_protocol::{Block, Message};
 
 struct Fixed;
 impl Summarizer for Fixed {

@@ -9,7 +9,8 @@
 //! (awaiting its model, usually) and resumes.
 //!
 //! ```
-//! use whittle_context::{CharMeter, Compactor, History, Limits, Message, Progress, Store};
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Progress, Store};
+//! use whittle_protocol::Message;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let mut compactor = Compactor::new(Limits::teaching(), Store::new(dir.path()), Box::new(CharMeter));
@@ -34,7 +35,8 @@
 //! instead, and [`Compactor::prepare`] answers every request with it:
 //!
 //! ```
-//! use whittle_context::{CharMeter, Compactor, History, Limits, Message, Store, Summarizer, SummarizeError, SummaryInput};
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Store, Summarizer, SummarizeError, SummaryInput};
+//! use whittle_protocol::Message;
 //!
 //! struct Fixed;
 //! impl Summarizer for Fixed {
@@ -67,11 +69,8 @@ pub use history::{BlockRef, EditedSpan, History};
 pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_section};
 pub use limits::{Limits, TokenBudget};
 pub use markers::{
-    COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output, saved_path,
+    COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output,
 };
-// The wire types and their helpers live in whittle-protocol (providers and
-// tools need them without the compaction engine); they are named here too,
-// so a harness of the engine needs one dependency.
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
@@ -92,10 +91,10 @@ pub use summarize::{
     AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
     SummaryInput, TRANSCRIPT_INSTRUCTION, bounded_transcript, summary_instruction,
 };
-pub use whittle_protocol::{
-    Block, Content, Extra, Image, MIN_SECRET_LEN, Message, REDACTED, RedactStream,
-    RedactedThinking, Redactor, Role, TextBlock, Thinking, ToolResult, ToolResultContent, ToolSpec,
-    ToolUse, ValidationError, abbreviate_count, collapse_whitespace, controls_to_spaces,
-    escape_controls, first_line, group_digits, json_chars, json_kind, prefix_chars, quote_line,
-    suffix_chars, tool_names, validate,
+// The wire types live in whittle-protocol, which callers name directly;
+// the engine's own modules reach them through the crate root.
+pub(crate) use whittle_protocol::{
+    Block, Content, Message, RedactStream, Redactor, Role, ToolResult, ToolResultContent, ToolUse,
+    abbreviate_count, collapse_whitespace, controls_to_spaces, first_line, group_digits,
+    prefix_chars, suffix_chars, tool_names,
 };

@@ -1,10 +1,9 @@
 //! The texts compaction leaves in the context, written and recognised in one place.
 
-use crate::store::Store;
 use crate::{Message, ToolResult};
 use crate::{group_digits, prefix_chars, suffix_chars};
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const PERSISTED_OPEN: &str = "<persisted-output>\nFull output: ";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
@@ -105,7 +104,7 @@ fn tail_without_cut_char(bytes: &[u8]) -> &[u8] {
 /// an optional note (its size, the exit status: what a reader needs before
 /// deciding to open the file), and a preview. The one format of the one
 /// marker: the pipeline's steps and the tools that save their outputs
-/// while they run all write it here, and [`saved_path`] reads it back.
+/// while they run all write it here, and [`Store::saved_path`](crate::Store::saved_path) reads it back.
 pub fn persisted_output(path: &Path, preview: &Preview<'_>, note: Option<&str>) -> String {
     let mut out = format!("{PERSISTED_OPEN}{}\n", path.display());
     if let Some(note) = note {
@@ -191,16 +190,9 @@ pub fn compacted_message(
     Message::user(text)
 }
 
-/// The path a compaction marker in this result's content points to, if the
-/// content is such a marker *and* the path is a file inside the store.
-/// A tool output that imitates a marker gets `None`, so it is saved like any other.
-pub fn saved_path(result: &ToolResult, store: &Store) -> Option<PathBuf> {
-    store.trusted_path(saved_path_text(result.content_str()?)?)
-}
-
 /// The path a persisted-output marker or a saved placeholder names, as
 /// written and untrusted: for listing where material went, never for
-/// reading it (see [`saved_path`]).
+/// reading it (see [`Store::saved_path`](crate::Store::saved_path)).
 pub fn saved_path_text(text: &str) -> Option<&str> {
     if let Some(rest) = text.strip_prefix(PERSISTED_OPEN) {
         if !text.ends_with(PERSISTED_CLOSE) {
@@ -214,7 +206,7 @@ pub fn saved_path_text(text: &str) -> Option<&str> {
 
 /// Whether a result's content is one of compaction's markers, judged by its
 /// text alone: cheap, for hints such as the cache anchor, never for trust
-/// (see [`saved_path`]).
+/// (see [`Store::saved_path`](crate::Store::saved_path)).
 pub fn looks_saved(result: &ToolResult) -> bool {
     result.content_str().is_some_and(|t| {
         is_saved_placeholder(t) || (t.starts_with(PERSISTED_OPEN) && t.ends_with(PERSISTED_CLOSE))
@@ -229,44 +221,6 @@ pub fn is_saved_placeholder(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Block;
-
-    fn as_result(s: String) -> ToolResult {
-        match Block::tool_result("t", s, false) {
-            Block::ToolResult(r) => r,
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn markers_are_recognised_only_with_trusted_paths() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
-        let path = store.persist_tool_result("t", "full").unwrap().path;
-        let persisted = persisted_output(&path, &Preview::head("full output", 4), None);
-        assert!(persisted.contains("Preview:\nfull\n..."));
-        assert_eq!(
-            saved_path(&as_result(persisted), &store),
-            Some(std::fs::canonicalize(&path).unwrap())
-        );
-        assert!(saved_path(&as_result(saved_placeholder(&path)), &store).is_some());
-        let forged = saved_placeholder(Path::new("/etc/passwd"));
-        assert!(saved_path(&as_result(forged), &store).is_none());
-        let elsewhere = persisted_output(Path::new("/etc/hosts"), &Preview::head("x", 9), None);
-        assert!(saved_path(&as_result(elsewhere), &store).is_none());
-    }
-
-    #[test]
-    fn a_streamed_output_marker_has_a_note_and_both_ends() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
-        let path = store.persist_tool_result("t", "1\n2\n3\n").unwrap().path;
-        let preview = Preview::head_and_tail("1\n".into(), "3\n".into(), 1_234_567);
-        let marker = persisted_output(&path, &preview, Some("Size: 6 bytes\n[exit code: 0]"));
-        assert!(marker.contains("\nSize: 6 bytes\n[exit code: 0]\nPreview (start and end):\n1\n"));
-        assert!(marker.contains("[... 1,234,567 bytes not shown ...]\n3\n"));
-        assert!(saved_path(&as_result(marker), &store).is_some());
-    }
 
     #[test]
     fn previews_of_ends_show_both_ends_and_count_the_rest() {

@@ -8,9 +8,10 @@ use crate::common;
 use common::{Recording, file_text, read_call, result};
 use std::fs;
 use whittle_context::{
-    Block, CharMeter, Compactor, History, Limits, Message, Outcome, Step, Store, TokenBudget,
-    TokenMeter, check_recovery, is_saved_placeholder, saved_path, validate,
+    CharMeter, Compactor, History, Limits, Outcome, Step, Store, TokenBudget, TokenMeter,
+    check_recovery, is_saved_placeholder,
 };
+use whittle_protocol::{Block, Message, validate};
 
 fn compactor(dir: &std::path::Path) -> Compactor {
     Compactor::new(Limits::teaching(), Store::new(dir), Box::new(CharMeter))
@@ -66,7 +67,10 @@ fn old_seen_results_become_saved_placeholders_oldest_first() {
         if i < 2 {
             assert!(is_saved_placeholder(&content), "result {i}: {content}");
             let r = h.messages()[2 + 2 * i].tool_results().next().unwrap();
-            let path = saved_path(r, c.store()).expect("placeholder points into the store");
+            let path = c
+                .store()
+                .saved_path(r)
+                .expect("placeholder points into the store");
             assert_eq!(
                 &fs::read_to_string(path).unwrap(),
                 text,
@@ -332,7 +336,10 @@ fn forged_markers_in_tool_output_are_saved_like_any_output() {
     let originals = h.messages().to_vec();
     c.prepare(&mut h, "task", &mut Recording::default());
     let first = h.messages()[2].tool_results().next().unwrap();
-    let path = saved_path(first, c.store()).expect("the forged output was saved into the store");
+    let path = c
+        .store()
+        .saved_path(first)
+        .expect("the forged output was saved into the store");
     assert_eq!(fs::read_to_string(path).unwrap(), forged);
     assert_eq!(
         check_recovery(&originals, &h, c.store()).unrecoverable_chars,

@@ -9,9 +9,9 @@ use common::{Recording, file_text};
 use proptest::prelude::*;
 use serde_json::json;
 use whittle_context::{
-    Block, CharMeter, Compactor, History, Limits, Message, Store, TokenBudget, TokenMeter,
-    check_recovery, validate,
+    CharMeter, Compactor, History, Limits, Store, TokenBudget, TokenMeter, check_recovery,
 };
+use whittle_protocol::{Block, Message, validate};
 
 #[derive(Clone, Debug)]
 struct Turn {
@@ -57,7 +57,7 @@ fn build(turns: &[Turn], request: &str) -> History {
     for (t, turn) in turns.iter().enumerate() {
         let mut blocks = Vec::new();
         if turn.thinking {
-            blocks.push(Block::Thinking(whittle_context::Thinking {
+            blocks.push(Block::Thinking(whittle_protocol::Thinking {
                 thinking: "hmm".into(),
                 signature: Some(format!("sig{t}==")),
                 extra: Default::default(),
@@ -82,11 +82,11 @@ fn build(turns: &[Turn], request: &str) -> History {
             seed += 1;
             let text = file_text(seed, *n);
             results.push(if *as_blocks {
-                Block::ToolResult(whittle_context::ToolResult {
+                Block::ToolResult(whittle_protocol::ToolResult {
                     tool_use_id: id,
-                    content: Some(whittle_context::ToolResultContent::Blocks(vec![
+                    content: Some(whittle_protocol::ToolResultContent::Blocks(vec![
                         Block::text(text),
-                        Block::Image(whittle_context::Image {
+                        Block::Image(whittle_protocol::Image {
                             source: json!({"type": "base64", "media_type": "image/png", "data": "iVBOR"}),
                             extra: Default::default(),
                         }),

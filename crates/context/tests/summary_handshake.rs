@@ -10,9 +10,10 @@ use crate::common;
 use common::{file_text, read_call, result};
 use proptest::prelude::*;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, Message, Outcome, Progress, Step, StepError, StepReport,
-    Store, SummarizeError, SummaryInput, check_recovery, validate,
+    CharMeter, Compactor, History, Limits, Outcome, Progress, Step, StepError, StepReport, Store,
+    SummarizeError, SummaryInput, check_recovery,
 };
+use whittle_protocol::{Message, validate};
 
 fn compactor(dir: &std::path::Path, limits: Limits) -> Compactor {
     Compactor::new(limits, Store::new(dir), Box::new(CharMeter))

@@ -3,8 +3,41 @@
 
 use crate::secret::Secret;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
+
+/// What lay under a setup or engine failure, kept so a caller walking
+/// [`std::error::Error::source`] reaches the library that failed. Shared, so
+/// the error stays `Clone` for the retry events that carry it; two causes
+/// are equal when they say the same, as their types need not be comparable.
+#[derive(Clone, Debug)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// Keeps `error` as a cause.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Cause(Arc::new(error))
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
 
 /// Why a model call failed. Each message is one line that says what to do;
 /// none ever contains a credential.
@@ -20,8 +53,14 @@ pub enum LlmError {
         var: String,
     },
     /// The configuration cannot work (bad base URL, bad model spec).
-    #[error("invalid model configuration: {0}")]
-    Config(String),
+    #[error("invalid model configuration: {message}")]
+    Config {
+        /// What is wrong, in one line that already names the cause.
+        message: String,
+        /// The failure underneath, when a library reported one.
+        #[source]
+        source: Option<Cause>,
+    },
     /// The request does not fit the model's context window. The agent answers
     /// this by compacting, so it is never retried as is.
     #[error(
@@ -106,8 +145,14 @@ pub enum LlmError {
         message: String,
     },
     /// The embedded local model failed (bad file, engine error).
-    #[error("the local model failed: {0}")]
-    Local(String),
+    #[error("the local model failed: {message}")]
+    Local {
+        /// What happened, in one line that already names the cause.
+        message: String,
+        /// The engine's own error, when it reported one.
+        #[source]
+        source: Option<Cause>,
+    },
 }
 
 fn wait_hint(retry_after: Option<Duration>) -> String {
@@ -139,6 +184,26 @@ impl LlmError {
         match self {
             LlmError::RateLimited { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+
+    /// A configuration error with nothing underneath.
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        LlmError::Config {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A configuration error caused by `source`; the message names it too,
+    /// so the one line is whole without walking the chain.
+    pub(crate) fn config_caused(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        LlmError::Config {
+            message: message.into(),
+            source: Some(Cause::new(source)),
         }
     }
 

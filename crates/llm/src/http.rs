@@ -53,9 +53,12 @@ pub fn http_client_builder(url: &str) -> reqwest::ClientBuilder {
 
 /// The HTTP client every provider uses; see [`http_client_builder`].
 pub(crate) fn build_client(url: &str) -> Result<reqwest::Client, LlmError> {
-    http_client_builder(url)
-        .build()
-        .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {}", describe(&e))))
+    http_client_builder(url).build().map_err(|e| {
+        LlmError::config_caused(
+            format!("cannot set up the HTTP client: {}", describe(&e)),
+            e,
+        )
+    })
 }
 
 /// The innermost cause of a reqwest error: "Connection refused (os error

@@ -59,8 +59,9 @@ pub mod sse;
 
 pub use anthropic::{AnthropicAuth, AnthropicConfig, AnthropicProvider};
 pub use collect::{Collector, ModelResponse, collect};
-pub use error::LlmError;
-pub use event::{EventStream, StopReason, StreamEvent, Usage};
+pub use error::{Cause, LlmError};
+pub use event::{EventStream, StopReason, StreamEvent};
+// Usage is a wire type (whittle-protocol); named here for providers' callers.
 pub use http::http_client_builder;
 #[cfg(feature = "local")]
 pub use local::LocalProvider;
@@ -72,3 +73,4 @@ pub use request::{BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Think
 pub use retry::{Attempt, RetryPolicy, retrying};
 pub use secret::{KEY_VARS, Secret};
 pub use spec::{ModelSpec, ProviderKind};
+pub use whittle_protocol::Usage;

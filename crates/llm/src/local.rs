@@ -94,9 +94,10 @@ fn run(
     tx: &EventSender,
 ) {
     let Ok(mut model) = model.lock() else {
-        let _ = tx.blocking_send(Err(LlmError::Local(
-            "the local model crashed in an earlier call; restart whittle".into(),
-        )));
+        let _ = tx.blocking_send(Err(LlmError::Local {
+            message: "the local model crashed in an earlier call; restart whittle".into(),
+            source: None,
+        }));
         return;
     };
     if !tx.blocking_send(Ok(StreamEvent::MessageStart {
@@ -188,6 +189,9 @@ fn engine_error(e: LocalError) -> LlmError {
             tokens: Some(prompt_tokens as u64),
             limit: Some(context_window as u64),
         },
-        other => LlmError::Local(other.to_string()),
+        other => LlmError::Local {
+            message: other.to_string(),
+            source: Some(crate::error::Cause::new(other)),
+        },
     }
 }

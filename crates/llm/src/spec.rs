@@ -64,7 +64,7 @@ impl FromStr for ModelSpec {
                 provider,
                 model: name.trim().to_owned(),
             }),
-            (Some(provider), _) => Err(LlmError::Config(format!(
+            (Some(provider), _) => Err(LlmError::config(format!(
                 "model spec `{spec}` names no model: write {}:MODEL",
                 provider.as_str()
             ))),
@@ -76,10 +76,10 @@ impl FromStr for ModelSpec {
                 provider: ProviderKind::OpenAi,
                 model: spec.to_owned(),
             }),
-            (None, _) if spec.is_empty() => Err(LlmError::Config(
-                "empty model spec: write anthropic:MODEL, openai:MODEL or local".into(),
+            (None, _) if spec.is_empty() => Err(LlmError::config(
+                "empty model spec: write anthropic:MODEL, openai:MODEL or local",
             )),
-            (None, _) => Err(LlmError::Config(format!(
+            (None, _) => Err(LlmError::config(format!(
                 "cannot tell which provider serves `{spec}`: write anthropic:{spec}, openai:{spec} or local:{spec}"
             ))),
         }

@@ -33,6 +33,7 @@ mod message;
 mod redact;
 mod text;
 pub mod tool_names;
+mod usage;
 mod validate;
 
 pub use message::{
@@ -44,4 +45,5 @@ pub use text::{
     abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
     group_digits, prefix_chars, quote_line, suffix_chars,
 };
+pub use usage::Usage;
 pub use validate::{ValidationError, validate};

@@ -6,7 +6,8 @@
 use crate::import::Conversation;
 use crate::policy::ReplayConfig;
 use serde::Serialize;
-use whittle_context::{History, Role};
+use whittle_context::History;
+use whittle_protocol::Role;
 
 /// How a conversation's requests were measured.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -24,10 +24,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 use whittle_context::{
-    CONTINUATION_INSTRUCTION, CharMeter, Compactor, Content, Ctx, History, Limits, Message, Meter,
-    Outcome, Role, Step, StepReport, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter,
-    cache_anchor, check_recovery, micro_compact, summary_instruction, validate,
+    CONTINUATION_INSTRUCTION, CharMeter, Compactor, Ctx, History, Limits, Meter, Outcome, Step,
+    StepReport, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter, cache_anchor,
+    check_recovery, micro_compact, summary_instruction,
 };
+use whittle_protocol::{Content, Message, Role, validate};
 
 /// Passes summaries through and prices them: a continuation goes through
 /// the prompt cache like any request, a transcript is fresh input.
@@ -479,7 +480,7 @@ mod tests {
     use crate::StandInSummarizer;
     use serde_json::json;
     use std::collections::BTreeMap;
-    use whittle_context::Block;
+    use whittle_protocol::Block;
 
     fn conversation(turns: usize, result_chars: usize) -> Vec<Message> {
         let mut m = vec![Message::user("TASK: fix it")];

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_conversation};
-//! use whittle_context::Message;
+//! use whittle_protocol::Message;
 //!
 //! let messages = vec![
 //!     Message::user("write a haiku"),

@@ -17,7 +17,7 @@ use crate::policy::ReplayConfig;
 use crate::recorded::{CacheTtl, RequestBlock};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use whittle_context::Message;
+use whittle_protocol::Message;
 
 /// When and how one request is made.
 #[derive(Clone, Copy, Debug, Default)]

@@ -16,10 +16,8 @@ use crate::prompt_cache::hash;
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 use std::collections::{BTreeSet, HashMap};
-use whittle_context::{
-    Block, History, Message, Role, collapse_whitespace, ledger_section, path_tokens, prefix_chars,
-    tool_input_strings,
-};
+use whittle_context::{History, ledger_section, path_tokens, tool_input_strings};
+use whittle_protocol::{Block, Message, Role, collapse_whitespace, prefix_chars};
 
 /// Characters of a command's first line a probe keeps.
 pub const COMMAND_PROBE_CHARS: usize = 60;
@@ -98,12 +96,12 @@ pub fn message_facts(m: &Message, by_person: bool) -> Vec<Fact> {
 /// tool names and every input value, tool outputs; other blocks as JSON.
 fn message_text(m: &Message, out: &mut String) {
     let blocks = match m.content() {
-        whittle_context::Content::Text(s) => {
+        whittle_protocol::Content::Text(s) => {
             out.push_str(s);
             out.push('\n');
             return;
         }
-        whittle_context::Content::Blocks(blocks) => blocks,
+        whittle_protocol::Content::Blocks(blocks) => blocks,
     };
     for block in blocks {
         match block {
@@ -151,8 +149,10 @@ pub fn ledger_chars<'a>(messages: impl IntoIterator<Item = &'a Message>) -> usiz
         .into_iter()
         .filter(|m| m.role() == Role::User)
         .filter_map(|m| match m.content() {
-            whittle_context::Content::Text(text) => ledger_section(text).map(|s| s.chars().count()),
-            whittle_context::Content::Blocks(_) => None,
+            whittle_protocol::Content::Text(text) => {
+                ledger_section(text).map(|s| s.chars().count())
+            }
+            whittle_protocol::Content::Blocks(_) => None,
         })
         .sum()
 }

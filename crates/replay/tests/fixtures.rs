@@ -16,7 +16,7 @@ use common::checks::{
 use common::fixtures;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use whittle_context::{Block, Content, Message, Role};
+use whittle_protocol::{Block, Content, Message, Role};
 use whittle_replay::{
     CacheTtl, Format, ImportError, Measured, Policy, RAW_ARGUMENTS_KEY, ReplayConfig, ReplayReport,
     ReplaySummary, StandInSummarizer, import_path, import_tree, replay_paths, trace_files,

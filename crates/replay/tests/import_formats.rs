@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use whittle_context::{Content, Message, Role, ToolResultContent, validate};
+use whittle_protocol::{Content, Message, Role, ToolResultContent, validate};
 use whittle_replay::{
     Conversation, Format, INTERRUPTED, ImportError, MISSING_OPENING, RAW_ARGUMENTS_KEY,
     import_path, import_tree,

@@ -12,7 +12,7 @@ use crate::error::ReportError;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
-use whittle_context::abbreviate_count;
+use whittle_protocol::abbreviate_count;
 
 /// Width of a context chart, in pixels.
 const WIDTH: u32 = 520;

@@ -8,7 +8,7 @@ use crate::session_view::{SessionOptions, SessionView, session_view};
 use minijinja::{Environment, context};
 use serde::Serialize;
 use std::path::Path;
-use whittle_context::group_digits;
+use whittle_protocol::group_digits;
 use whittle_replay::ReplaySummary;
 
 const TEMPLATE: &str = include_str!("../templates/report.html");

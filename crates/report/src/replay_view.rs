@@ -4,7 +4,7 @@
 use crate::chart::{ContextCurve, Marker, context_chart, cost_bars};
 use crate::error::ReportError;
 use serde::Serialize;
-use whittle_context::group_digits;
+use whittle_protocol::group_digits;
 use whittle_replay::{ConversationRow, Policy, ReplayReport, ReplaySummary, Survival, Tally};
 
 /// One policy's totals, a column of the side-by-side table.

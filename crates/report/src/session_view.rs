@@ -183,7 +183,7 @@ pub fn session_view(
             SessionRecord::CompactionFailed { step, reason, .. } => failures.push(FailureView {
                 call: calls,
                 step: step.clone(),
-                reason: whittle_context::collapse_whitespace(reason),
+                reason: whittle_protocol::collapse_whitespace(reason),
             }),
             SessionRecord::Usage {
                 input_tokens,

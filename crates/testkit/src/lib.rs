@@ -29,6 +29,7 @@ mod mcp;
 mod npm;
 mod prompt_cache;
 mod render;
+mod request;
 mod script;
 mod server;
 mod shared_traces;
@@ -36,8 +37,9 @@ mod shared_traces;
 pub use mcp::{Behavior as McpBehavior, McpFaultServer, Startup as McpStartup};
 pub use npm::{NpmTools, PACKAGES as NPM_PACKAGES};
 pub use prompt_cache::PromptCache;
+pub use request::{Api, RecordedRequest, content_text};
 pub use script::{
     Chunking, ContextLimit, Fault, Reply, ReplyBlock, ReplyUsage, Responder, Step, UsageStyle,
 };
-pub use server::{Api, RecordedRequest, TestServer, content_text};
+pub use server::TestServer;
 pub use shared_traces::shared_traces_dir;

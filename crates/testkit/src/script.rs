@@ -1,6 +1,6 @@
 //! What a test scripts: model replies, faults, and replies computed from the request.
 
-use crate::server::RecordedRequest;
+use crate::request::RecordedRequest;
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;

@@ -45,7 +45,12 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     (
         "whittle-tools",
-        &["whittle-context", "whittle-sandbox", "whittle-shell"],
+        &[
+            "whittle-context",
+            "whittle-protocol",
+            "whittle-sandbox",
+            "whittle-shell",
+        ],
         "tools run in the sandbox and save outputs in the store; they never call a model",
     ),
     (
@@ -55,12 +60,17 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     (
         "whittle-replay",
-        &["whittle-context", "whittle-llm"],
+        &["whittle-context", "whittle-llm", "whittle-protocol"],
         "offline evaluation of the core, with the providers' prices; no agent",
     ),
     (
         "whittle-report",
-        &["whittle-context", "whittle-llm", "whittle-replay"],
+        &[
+            "whittle-context",
+            "whittle-llm",
+            "whittle-protocol",
+            "whittle-replay",
+        ],
         "a page of what replay and the session log show",
     ),
     (
@@ -68,6 +78,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         &[
             "whittle-context",
             "whittle-llm",
+            "whittle-protocol",
             "whittle-sandbox",
             "whittle-tools",
         ],
@@ -81,6 +92,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
             "whittle-llm",
             "whittle-local",
             "whittle-mcp",
+            "whittle-protocol",
             "whittle-replay",
             "whittle-report",
             "whittle-sandbox",
@@ -277,4 +289,137 @@ fn every_crate_root_opens_with_an_overview_and_an_example() {
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The module a source file is, as a path from the crate root (`a::b` for
+/// `src/a/b.rs` and `src/a/b/mod.rs`); `None` for the root itself.
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?.with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    let path = parts.join("::");
+    (!matches!(path.as_str(), "lib" | "main" | "")).then_some(path)
+}
+
+/// The `crate::` paths a text names, as lists of segments: `crate::a::b::C`
+/// and each item of `crate::{a::X, b::{c, d}}` (first segments suffice).
+fn crate_paths(text: &str) -> Vec<Vec<String>> {
+    fn segments(rest: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = rest;
+        loop {
+            let word: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if word.is_empty() {
+                break;
+            }
+            rest = &rest[word.len()..];
+            out.push(word);
+            match rest.strip_prefix("::") {
+                Some(r) if !r.starts_with('{') => rest = r,
+                _ => break,
+            }
+        }
+        out
+    }
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        out.push(segments(group[start..i].trim_start()));
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.push(segments(group[start..i].trim_start()));
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.push(segments(rest));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_source_files_import_each_other_in_a_cycle() {
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        let src = dir.join("src");
+        let files: Vec<(String, PathBuf)> = rust_files(&src)
+            .into_iter()
+            .filter_map(|f| module_of(&src, &f).map(|m| (m, f)))
+            .collect();
+        let modules: BTreeSet<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
+        let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (module, file) in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            // Unit tests may reach anywhere; only the code itself counts.
+            // Doc links are not imports.
+            let code: String = text
+                .split("#[cfg(test)]")
+                .next()
+                .unwrap_or("")
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for path in crate_paths(&code) {
+                // The longest prefix of the path that is a module file.
+                let target = (1..=path.len())
+                    .rev()
+                    .map(|n| path[..n].join("::"))
+                    .find(|m| modules.contains(m.as_str()));
+                if let Some(target) = target {
+                    let target = *modules.get(target.as_str()).unwrap();
+                    if target != module.as_str() {
+                        edges.entry(module.as_str()).or_default().insert(target);
+                    }
+                }
+            }
+        }
+        // A module that reaches itself again through its imports.
+        for start in &modules {
+            let mut stack: Vec<Vec<&str>> = vec![vec![start]];
+            let mut seen = BTreeSet::new();
+            while let Some(path) = stack.pop() {
+                let last = *path.last().unwrap();
+                for next in edges.get(last).into_iter().flatten() {
+                    if next == start {
+                        let mut cycle = path.clone();
+                        cycle.push(next);
+                        // Each cycle once: from its smallest module.
+                        if path.iter().all(|m| m >= start) {
+                            broken.push(format!("crates/{name}: {}", cycle.join(" -> ")));
+                        }
+                    } else if seen.insert(*next) {
+                        let mut longer = path.clone();
+                        longer.push(next);
+                        stack.push(longer);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "source files that import each other (move what both need into a file of its own):\n{}",
+        broken.join("\n")
+    );
 }

@@ -8,18 +8,19 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
 use whittle_context::OutputWriter;
 
 /// How long to keep reading after the shell exits while a background child
@@ -45,14 +46,19 @@ impl Default for BashTool {
     }
 }
 
-#[derive(Deserialize)]
-struct Input {
-    command: String,
-    #[serde(default)]
-    timeout_secs: Option<f64>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    description: Option<String>,
+/// What the model sends to `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The command line, run as `bash -c COMMAND`.
+    #[schemars(length(min = 1))]
+    pub command: String,
+    /// Seconds before the command is killed (default 120, max 600).
+    #[schemars(range(max = 600), extend("exclusiveMinimum" = 0))]
+    pub timeout_secs: Option<f64>,
+    /// Five to ten words on what the command does, for the person following
+    /// along (editors show it as the call's title).
+    pub description: Option<String>,
 }
 
 /// How a run ended.
@@ -97,45 +103,21 @@ impl Drop for GroupGuard {
     }
 }
 
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        tool_names::BASH
-    }
-
-    fn description(&self) -> &str {
-        "Run a shell command with `bash -c` in the workspace folder (each call starts fresh there). \
+impl TypedTool for BashTool {
+    type Input = BashInput;
+    const NAME: &'static str = tool_names::BASH;
+    const DESCRIPTION: &'static str = "Run a shell command with `bash -c` in the workspace folder (each call starts fresh there). \
          stdout and stderr are interleaved. A long output is saved whole to a file and you see its \
          start and end with the file's path (read or grep the file for the rest). The exit code is \
          reported. Default timeout 120 s, at most 600 (timeout_secs); on timeout the command and \
          all its children are killed. Stdin is empty: never run interactive programs. Commands \
          usually run in a sandbox: they may write only the workspace and /tmp (private to this \
          session), and processes left in the background end with the call, so start a server \
-         and use it in the same command. Prefer read_file, grep and glob for reading and searching."
-    }
+         and use it in the same command. Prefer read_file, grep and glob for reading and searching.";
+    const READ_ONLY: bool = false;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1, "description": "The command line, run as `bash -c COMMAND`."},
-                "timeout_secs": {"type": "number", "exclusiveMinimum": 0, "maximum": self.max_timeout.as_secs(), "description": "Seconds before the command is killed (default 120, max 600)."},
-                "description": {"type": "string", "description": "Five to ten words on what the command does, shown to the user."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: BashInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: Input = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.command.trim().is_empty() {
                 return ToolOutput::error("invalid input for bash: `command` is empty");
             }

@@ -34,20 +34,22 @@ mod todo;
 mod todo_list;
 mod tool;
 mod truncate;
+mod typed;
 mod write_file;
 
-pub use bash::{BashTool, GroupGuard};
+pub use bash::{BashInput, BashTool, GroupGuard};
 pub use permission::{AllowRule, AllowRuleError, Decision, PermissionMode, PermissionPolicy};
-pub use read_file::ReadFileTool;
-pub use recall::RecallTool;
+pub use read_file::{ReadFileInput, ReadFileTool};
+pub use recall::{RecallInput, RecallTool};
 pub use registry::{LoadedTools, ToolRegistry};
-pub use search::{GlobTool, GrepTool};
-pub use skills::{LoadSkillTool, Skill, SkillProblem, Skills};
-pub use todo::TodoWriteTool;
+pub use search::{GlobInput, GlobTool, GrepInput, GrepTool, OutputMode};
+pub use skills::{LoadSkillInput, LoadSkillTool, Skill, SkillProblem, Skills};
+pub use todo::{TodoWriteInput, TodoWriteTool};
 pub use todo_list::{TodoError, TodoItem, TodoStatus, TodoStore, render_todos, validate_todos};
 pub use tool::{OutputLimits, Tool, ToolContext, ToolOutput, ToolSpec, parse_input};
 pub use truncate::cap_middle;
-pub use write_file::{EditFileTool, WriteFileTool};
+pub use typed::{TypedTool, input_schema_for};
+pub use write_file::{EditFileInput, EditFileTool, WriteFileInput, WriteFileTool};
 
 /// Re-exported so callers build a [`ToolContext`] without naming tokio-util.
 pub use tokio_util::sync::CancellationToken;

@@ -3,15 +3,16 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::cap_line;
-use whittle_context::group_digits;
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
+use whittle_protocol::group_digits;
 
 /// Lines shown when the model gives no limit.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -31,51 +32,32 @@ const MAX_COUNT_BYTES: u64 = 64 * 1024 * 1024;
 #[derive(Debug, Default)]
 pub struct ReadFileTool;
 
-#[derive(Deserialize)]
+/// What the model sends to `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
-    path: String,
-    #[serde(default)]
-    offset: Option<u64>,
-    #[serde(default)]
-    limit: Option<u64>,
+pub struct ReadFileInput {
+    /// File to read, relative to the workspace or absolute.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// First line to show, 1-based (default 1).
+    #[schemars(range(min = 1))]
+    pub offset: Option<u64>,
+    /// How many lines to show (default 2000).
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
 }
 
-impl Tool for ReadFileTool {
-    fn name(&self) -> &str {
-        tool_names::READ_FILE
-    }
-
-    fn description(&self) -> &str {
-        "Read a text file. Lines are numbered like `cat -n` (the numbers are not part of the file). \
+impl TypedTool for ReadFileTool {
+    type Input = ReadFileInput;
+    const NAME: &'static str = tool_names::READ_FILE;
+    const DESCRIPTION: &'static str = "Read a text file. Lines are numbered like `cat -n` (the numbers are not part of the file). \
          Reads up to 2000 lines from `offset` (1-based line number); use offset/limit to page \
          through long files. Very long lines are cut. Binary files are refused. The path is \
-         relative to the workspace or absolute."
-    }
+         relative to the workspace or absolute.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File to read, relative to the workspace or absolute."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to show (default 2000)."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: ReadFileInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: Input = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.path.is_empty() {
                 return ToolOutput::error("invalid input for read_file: `path` is empty");
             }

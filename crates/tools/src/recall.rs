@@ -13,10 +13,11 @@ use futures::future::BoxFuture;
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcherBuilder;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use whittle_context::{group_digits, tool_names};
+use whittle_protocol::{group_digits, tool_names};
 
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
 
 /// Matches returned by default, and at most.
 const DEFAULT_RESULTS: usize = 20;
@@ -32,50 +33,31 @@ const MAX_ANSWER_CHARS: usize = 12_000;
 #[derive(Debug, Default)]
 pub struct RecallTool;
 
-#[derive(Deserialize)]
+/// What the model sends to `recall`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RecallInput {
-    query: String,
+pub struct RecallInput {
+    /// Text to find (case-insensitive), or a regex with regex=true.
+    pub query: String,
+    /// Treat query as a regular expression (default false).
     #[serde(default)]
-    regex: bool,
-    max_results: Option<usize>,
+    pub regex: bool,
+    /// Matches to return (default 20).
+    #[schemars(range(min = 1, max = MAX_RESULTS))]
+    pub max_results: Option<usize>,
 }
 
-impl Tool for RecallTool {
-    fn name(&self) -> &str {
-        tool_names::RECALL
-    }
-
-    fn description(&self) -> &str {
-        "Search everything that left the context in this session (messages archived by \
+impl TypedTool for RecallTool {
+    type Input = RecallInput;
+    const NAME: &'static str = tool_names::RECALL;
+    const DESCRIPTION: &'static str = "Search everything that left the context in this session (messages archived by \
 compaction, saved tool outputs, the session log) for a string or a regex, newest first. Each \
 match comes with `path:line` and the text around it; read more with read_file. Use it when a \
-summary or the state ledger does not have a detail you need again."
-    }
+summary or the state ledger does not have a detail you need again.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Text to find (case-insensitive), or a regex with regex=true."},
-                "regex": {"type": "boolean", "description": "Treat query as a regular expression (default false)."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Matches to return (default 20)."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: RecallInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: RecallInput = match parse_input(tool_names::RECALL, input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.query.trim().is_empty() {
                 return ToolOutput::error("recall needs a non-empty query");
             }
@@ -214,7 +196,7 @@ fn snippet(line: &[u8], start: usize, end: usize) -> String {
     let from = start.saturating_sub(half);
     let to = (end + half).min(line.len());
     let text = String::from_utf8_lossy(&line[from..to]);
-    let text = whittle_context::controls_to_spaces(text.trim_end_matches(['\n', '\r']));
+    let text = whittle_protocol::controls_to_spaces(text.trim_end_matches(['\n', '\r']));
     // The byte cut may split a character: lossy decoding shows it as U+FFFD.
     let text = text.trim_matches('\u{fffd}');
     let mut out = String::new();
@@ -231,7 +213,10 @@ fn snippet(line: &[u8], start: usize, end: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use whittle_context::{Message, Store};
+    use crate::tool::Tool;
+    use serde_json::{Value, json};
+    use whittle_context::Store;
+    use whittle_protocol::Message;
 
     fn run(ctx: &ToolContext, input: Value) -> ToolOutput {
         tokio::runtime::Builder::new_current_thread()

@@ -3,7 +3,7 @@
 //! what was left out.
 
 use std::path::{Path, PathBuf};
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -11,12 +11,13 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::Lossy};
 use ignore::WalkBuilder;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::cap_line;
-use whittle_context::group_digits;
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
+use whittle_protocol::group_digits;
 
 /// Entries a single search visits before it stops and says so.
 const MAX_VISITED: usize = 200_000;
@@ -158,47 +159,27 @@ impl GlobTool {
     }
 }
 
-#[derive(Deserialize)]
+/// What the model sends to `glob`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GlobInput {
-    pattern: String,
-    #[serde(default)]
-    path: Option<String>,
+pub struct GlobInput {
+    /// Glob pattern, e.g. `*.toml` or `crates/**/src/*.rs`.
+    #[schemars(length(min = 1))]
+    pub pattern: String,
+    /// Folder to search (default: the workspace).
+    pub path: Option<String>,
 }
 
-impl Tool for GlobTool {
-    fn name(&self) -> &str {
-        tool_names::GLOB
-    }
-
-    fn description(&self) -> &str {
-        "Find files by name pattern, respecting .gitignore. A pattern without `/` matches file \
+impl TypedTool for GlobTool {
+    type Input = GlobInput;
+    const NAME: &'static str = tool_names::GLOB;
+    const DESCRIPTION: &'static str = "Find files by name pattern, respecting .gitignore. A pattern without `/` matches file \
          names at any depth (`*.rs`); with `/` it matches the path relative to `path` \
-         (`src/**/*.rs`). Supports *, ?, **, [abc], {a,b}. Results are sorted and capped."
-    }
+         (`src/**/*.rs`). Supports *, ?, **, [abc], {a,b}. Results are sorted and capped.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. `*.toml` or `crates/**/src/*.rs`."},
-                "path": {"type": "string", "description": "Folder to search (default: the workspace)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: GlobInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: GlobInput = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             let pattern = match PathPattern::new(&input.pattern) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
@@ -290,9 +271,9 @@ impl GrepTool {
 }
 
 /// What grep lists.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-enum OutputMode {
+pub enum OutputMode {
     /// Paths of matching files.
     #[default]
     #[serde(alias = "files_with_matches")]
@@ -301,57 +282,37 @@ enum OutputMode {
     Content,
 }
 
-#[derive(Deserialize)]
+/// What the model sends to `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GrepInput {
-    pattern: String,
+pub struct GrepInput {
+    /// Regular expression to search for.
+    #[schemars(length(min = 1))]
+    pub pattern: String,
+    /// File or folder to search (default: the workspace).
+    pub path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`.
+    pub glob: Option<String>,
+    /// Match regardless of case (default false).
     #[serde(default)]
-    path: Option<String>,
+    pub case_insensitive: bool,
+    /// `files` (default) lists matching files; `content` lists matching
+    /// lines as path:line:text.
     #[serde(default)]
-    glob: Option<String>,
-    #[serde(default)]
-    case_insensitive: bool,
-    #[serde(default)]
-    output_mode: OutputMode,
+    pub output_mode: OutputMode,
 }
 
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        tool_names::GREP
-    }
-
-    fn description(&self) -> &str {
-        "Search file contents with a regular expression (Rust regex syntax, like ripgrep), \
+impl TypedTool for GrepTool {
+    type Input = GrepInput;
+    const NAME: &'static str = tool_names::GREP;
+    const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax, like ripgrep), \
          respecting .gitignore and skipping binary files. output_mode `files` (default) lists \
          matching files; `content` lists matching lines as path:line:text. Filter files with \
-         `glob` (e.g. `*.rs`). Results are sorted and capped."
-    }
+         `glob` (e.g. `*.rs`). Results are sorted and capped.";
+    const READ_ONLY: bool = true;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
-                "path": {"type": "string", "description": "File or folder to search (default: the workspace)."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
-                "case_insensitive": {"type": "boolean", "default": false},
-                "output_mode": {"type": "string", "enum": ["files", "content"], "default": "files"}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: GrepInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: GrepInput = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.pattern.is_empty() {
                 return ToolOutput::error("invalid input for grep: `pattern` is empty");
             }

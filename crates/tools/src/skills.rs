@@ -15,14 +15,15 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::{cap_line, cap_middle};
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
 
 /// Where skills live, relative to the workspace.
 pub const SKILLS_DIR: &str = ".whittle/skills";
@@ -392,43 +393,28 @@ fn load(path: &Path) -> Result<ParsedSkill, String> {
 #[derive(Debug, Default)]
 pub struct LoadSkillTool;
 
-#[derive(Deserialize)]
+/// What the model sends to `load_skill`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
-    name: String,
+pub struct LoadSkillInput {
+    /// The skill's name as listed.
+    #[schemars(length(min = 1))]
+    pub name: String,
 }
 
-impl Tool for LoadSkillTool {
-    fn name(&self) -> &str {
-        tool_names::LOAD_SKILL
-    }
+impl TypedTool for LoadSkillTool {
+    type Input = LoadSkillInput;
+    const NAME: &'static str = tool_names::LOAD_SKILL;
+    const DESCRIPTION: &'static str = "Load the full instructions of a skill listed in the system prompt, by name. Do this \
+         before starting a task that matches the skill's description.";
+    const READ_ONLY: bool = true;
 
-    fn description(&self) -> &str {
-        "Load the full instructions of a skill listed in the system prompt, by name. Do this \
-         before starting a task that matches the skill's description."
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "description": "The skill's name as listed."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(
+        &'a self,
+        input: LoadSkillInput,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: Input = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             let workspace = ctx.workspace().to_path_buf();
             let job = tokio::task::spawn_blocking(move || load_by_name(&workspace, &input.name));
             job.await

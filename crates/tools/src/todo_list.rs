@@ -2,6 +2,7 @@
 //! watches. Apart from the `todo_write` tool, because every tool's context
 //! holds the store.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -10,7 +11,7 @@ use tokio::sync::watch;
 pub(crate) const MAX_ITEMS: usize = 100;
 
 /// Where a task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     /// Not started.
@@ -22,7 +23,8 @@ pub enum TodoStatus {
 }
 
 /// One task in the model's list.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TodoItem {
     /// What the task is, in the imperative ("Run the tests").
     pub content: String,

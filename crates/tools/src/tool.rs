@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use whittle_context::{Block, Image, ToolResult, ToolResultContent};
+use whittle_protocol::{Block, Image, ToolResult, ToolResultContent};
 
 use crate::todo_list::TodoStore;
 use whittle_sandbox::Sandbox;
@@ -64,7 +64,7 @@ impl ToolOutput {
     }
 }
 
-pub use whittle_context::ToolSpec;
+pub use whittle_protocol::ToolSpec;
 
 /// How tools keep outputs too big to show whole: above `inline_max_bytes`
 /// an output is saved in the store as it is produced and the model sees a
@@ -263,7 +263,7 @@ pub fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, T
     if !input.is_object() {
         return Err(ToolOutput::error(format!(
             "invalid input for {tool}: expected a JSON object, got {}",
-            whittle_context::json_kind(&input)
+            whittle_protocol::json_kind(&input)
         )));
     }
     serde_json::from_value(input)

@@ -1,7 +1,7 @@
 //! Shortened views of long text that say what was left out and where the
 //! whole text is: nothing is cut without a way back to it.
 
-use whittle_context::group_digits;
+use whittle_protocol::group_digits;
 
 /// `text` at most about `max` chars, head and tail kept around a marker
 /// that counts what was left out and says where the whole text is

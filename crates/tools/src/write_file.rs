@@ -4,17 +4,18 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use similar::TextDiff;
 
 use crate::paths::real_path;
-use crate::tool::{Tool, ToolContext, ToolOutput, parse_input};
+use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::cap_middle;
-use whittle_context::group_digits;
+use crate::typed::TypedTool;
+use schemars::JsonSchema;
+use whittle_protocol::group_digits;
 
 /// Characters of diff shown after an edit.
 const MAX_DIFF_CHARS: usize = 20_000;
@@ -27,21 +28,32 @@ pub struct WriteFileTool;
 #[derive(Debug, Default)]
 pub struct EditFileTool;
 
-#[derive(Deserialize)]
+/// What the model sends to `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteInput {
-    path: String,
-    content: String,
+pub struct WriteFileInput {
+    /// File to write, relative to the workspace or absolute.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// The complete new content.
+    pub content: String,
 }
 
-#[derive(Deserialize)]
+/// What the model sends to `edit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditInput {
-    path: String,
-    old_string: String,
-    new_string: String,
+pub struct EditFileInput {
+    /// File to edit, relative to the workspace or absolute.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// The exact text to replace.
+    #[schemars(length(min = 1))]
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
-    replace_all: bool,
+    pub replace_all: bool,
 }
 
 /// Where a write really lands: through symlinks to their target, so that
@@ -61,38 +73,19 @@ fn write_preserving(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-impl Tool for WriteFileTool {
-    fn name(&self) -> &str {
-        tool_names::WRITE_FILE
-    }
+impl TypedTool for WriteFileTool {
+    type Input = WriteFileInput;
+    const NAME: &'static str = tool_names::WRITE_FILE;
+    const DESCRIPTION: &'static str = "Create a file or replace its whole content; parent folders are created. Prefer edit_file \
+         for changing part of an existing file. The path is relative to the workspace or absolute.";
+    const READ_ONLY: bool = false;
 
-    fn description(&self) -> &str {
-        "Create a file or replace its whole content; parent folders are created. Prefer edit_file \
-         for changing part of an existing file. The path is relative to the workspace or absolute."
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File to write, relative to the workspace or absolute."},
-                "content": {"type": "string", "description": "The complete new content."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(
+        &'a self,
+        input: WriteFileInput,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: WriteInput = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.path.is_empty() {
                 return ToolOutput::error("invalid input for write_file: `path` is empty");
             }
@@ -129,41 +122,16 @@ fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
     ))
 }
 
-impl Tool for EditFileTool {
-    fn name(&self) -> &str {
-        tool_names::EDIT_FILE
-    }
-
-    fn description(&self) -> &str {
-        "Replace exact text in a file. old_string must match the file exactly (whitespace and \
+impl TypedTool for EditFileTool {
+    type Input = EditFileInput;
+    const NAME: &'static str = tool_names::EDIT_FILE;
+    const DESCRIPTION: &'static str = "Replace exact text in a file. old_string must match the file exactly (whitespace and \
          indentation included) and exactly once, unless replace_all is true; include enough \
-         surrounding lines to make it unique. Read the file first. Returns a unified diff."
-    }
+         surrounding lines to make it unique. Read the file first. Returns a unified diff.";
+    const READ_ONLY: bool = false;
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 1, "description": "File to edit, relative to the workspace or absolute."},
-                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put in its place."},
-                "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence instead of exactly one."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn call<'a>(&'a self, input: EditFileInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let input: EditInput = match parse_input(self.name(), input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
             if input.path.is_empty() {
                 return ToolOutput::error("invalid input for edit_file: `path` is empty");
             }
@@ -176,7 +144,7 @@ impl Tool for EditFileTool {
     }
 }
 
-fn edit_file(path: &Path, shown: &str, input: &EditInput) -> ToolOutput {
+fn edit_file(path: &Path, shown: &str, input: &EditFileInput) -> ToolOutput {
     if input.old_string.is_empty() {
         return ToolOutput::error(
             "old_string is empty; use write_file to create a file or replace all of it",

@@ -7,5 +7,6 @@ mod files;
 mod no_panic;
 mod permission;
 mod registry;
+mod schemas;
 mod search;
 mod todo_skills;

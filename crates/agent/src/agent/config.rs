@@ -1,8 +1,9 @@
 //! What a session is configured with, apart from its components.
 
 use std::path::PathBuf;
-use whittle_context::{Limits, Redactor};
+use whittle_context::Limits;
 use whittle_llm::Reasoning;
+use whittle_protocol::Redactor;
 use whittle_tools::Sandbox;
 
 /// How the context is measured.

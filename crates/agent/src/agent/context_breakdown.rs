@@ -2,7 +2,7 @@
 
 use super::Agent;
 use super::config::MeterChoice;
-use whittle_context::Block;
+use whittle_protocol::Block;
 
 /// What fills the context, for `/context`, in the meter's unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,8 +60,8 @@ impl Agent {
             instructions: meter.chars_to_units(crate::instructions::instructions_chars(
                 &self.config.system_prompt,
             )),
-            tools: meter.chars_to_units(whittle_context::json_chars(&specs)),
-            mcp_tools: meter.chars_to_units(whittle_context::json_chars(&mcp)),
+            tools: meter.chars_to_units(whittle_protocol::json_chars(&specs)),
+            mcp_tools: meter.chars_to_units(whittle_protocol::json_chars(&mcp)),
             messages: meter.chars_to_units(self.history.chars().saturating_sub(result_chars)),
             tool_results: meter.chars_to_units(result_chars),
             limit: limits.context_limit,

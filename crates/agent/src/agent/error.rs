@@ -2,8 +2,9 @@
 
 use crate::session::SessionFileError;
 use std::path::PathBuf;
-use whittle_context::{StoreError, ValidationError};
+use whittle_context::StoreError;
 use whittle_llm::LlmError;
+use whittle_protocol::ValidationError;
 
 /// Why a turn failed.
 #[derive(Debug, thiserror::Error)]

@@ -32,10 +32,11 @@ use approval::Approvals;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use whittle_context::{
-    CharMeter, Compactor, History, INTERRUPTED_RESULT, Limits, Message, Meter, SessionRecord,
-    Store, TokenMeter, log_form,
+    CharMeter, Compactor, History, INTERRUPTED_RESULT, Limits, Meter, SessionRecord, Store,
+    TokenMeter, log_form,
 };
 use whittle_llm::{Provider, ToolSpec};
+use whittle_protocol::Message;
 use whittle_tools::{OutputLimits, PermissionPolicy, TodoItem, ToolContext, ToolRegistry};
 
 /// One coding agent session.
@@ -157,14 +158,12 @@ impl Agent {
         self.history.set_archived(state.archived);
         self.logged_archived = self.history.archived();
         self.request = state.request;
-        // The log holds all input tokens; the totals keep uncached input apart.
-        let [input, output, cache_read, cache_write] = state.usage;
         self.usage.set(UsageTotals {
             calls: state.calls,
-            input: input.saturating_sub(cache_read).saturating_sub(cache_write),
-            output,
-            cache_read,
-            cache_write,
+            input: state.usage.input_tokens,
+            output: state.usage.output_tokens,
+            cache_read: state.usage.cache_read_input_tokens,
+            cache_write: state.usage.cache_creation_input_tokens,
         });
         if state.repairs > 0 {
             self.name_partial_outputs();
@@ -312,5 +311,5 @@ fn output_limits(limits: &Limits) -> OutputLimits {
 
 /// Characters every request carries besides the messages.
 fn overhead_chars(system: &str, tools: &[ToolSpec]) -> usize {
-    system.chars().count() + whittle_context::json_chars(tools)
+    system.chars().count() + whittle_protocol::json_chars(tools)
 }

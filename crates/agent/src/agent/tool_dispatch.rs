@@ -9,8 +9,9 @@ use crate::hooks::HookEvent;
 use serde_json::Value;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use whittle_context::tool_names;
-use whittle_context::{Block, SessionRecord, ToolUse};
+use whittle_context::SessionRecord;
+use whittle_protocol::tool_names;
+use whittle_protocol::{Block, ToolUse};
 use whittle_tools::{Decision, ToolContext, ToolOutput};
 
 /// The result the `compact` tool gives; the harness summarizes after the batch.

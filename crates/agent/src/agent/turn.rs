@@ -8,8 +8,9 @@ use super::tool_dispatch::AfterTools;
 use crate::hooks::HookEvent;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
-use whittle_context::{Message, SessionRecord, ToolUse, validate};
+use whittle_context::SessionRecord;
 use whittle_llm::{Collector, LlmError, ModelRequest, ModelResponse, StreamEvent};
+use whittle_protocol::{Message, ToolUse, validate};
 
 /// How a turn ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use testkit::{RecordedRequest, Reply, TestServer};
-use whittle_context::{Message, validate};
+use whittle_protocol::{Message, validate};
 
 const KEY: &str = "sk-ant-e2e-secret-key-0123456789";
 

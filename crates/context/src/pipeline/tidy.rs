@@ -5,8 +5,7 @@ use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::ledger::Ledger;
 use crate::markers::{
-    Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_path,
-    saved_placeholder,
+    Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_placeholder,
 };
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::store::Store;
@@ -64,7 +63,7 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
         let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
             continue;
         };
-        if saved_path(result, cx.store).is_some() {
+        if cx.store.saved_path(result).is_some() {
             continue;
         }
         match persist_preview(history, cx, at, cx.limits.preview_chars) {
@@ -191,7 +190,7 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         if chars <= cx.limits.placeholder_floor_chars {
             continue;
         }
-        let saved = saved_path(result, cx.store);
+        let saved = cx.store.saved_path(result);
         if saved
             .as_ref()
             .is_some_and(|p| saved_placeholder(p).chars().count() >= chars)
@@ -375,7 +374,7 @@ fn persist_preview(
         return Ok(None);
     };
     // An already-saved result keeps its file; the preview is of the file, not of the marker.
-    let (path, source) = match saved_path(result, cx.store) {
+    let (path, source) = match cx.store.saved_path(result) {
         Some(p) => {
             let text = Store::read_persisted(&p)?;
             (p, text)

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use whittle_protocol::Usage;
 
 /// The `format` of the first record; the importer recognises logs by it.
 pub const SESSION_FORMAT: &str = "whittle-session-1";
@@ -154,8 +155,9 @@ pub struct SessionState {
     pub request: String,
     /// Tool calls given an "interrupted" result on reading.
     pub repairs: usize,
-    /// Sum of the usage records: input, output, cache read, cache write tokens.
-    pub usage: [u64; 4],
+    /// Sum of the usage records. The log counts all input tokens; here, as
+    /// in every [`Usage`], `input_tokens` is the uncached part.
+    pub usage: Usage,
     /// Model calls (usage records).
     pub calls: u64,
     /// How many leading messages of `history` are in the transcript already.
@@ -335,14 +337,14 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 cache_write_tokens,
             } => {
                 state.calls += 1;
-                for (sum, n) in state.usage.iter_mut().zip([
-                    input_tokens,
+                state.usage += Usage {
+                    input_tokens: input_tokens
+                        .saturating_sub(cache_read_tokens)
+                        .saturating_sub(cache_write_tokens),
                     output_tokens,
-                    cache_read_tokens,
-                    cache_write_tokens,
-                ]) {
-                    *sum = sum.saturating_add(n);
-                }
+                    cache_creation_input_tokens: cache_write_tokens,
+                    cache_read_input_tokens: cache_read_tokens,
+                };
             }
             SessionRecord::Clear => {
                 state.history.clear();
@@ -407,8 +409,8 @@ pub fn repair_unanswered(history: &mut Vec<Message>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate;
     use serde_json::json;
+    use whittle_protocol::validate;
 
     fn line(r: &SessionRecord) -> String {
         serde_json::to_string(r).unwrap() + "\n"

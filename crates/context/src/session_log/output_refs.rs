@@ -4,7 +4,7 @@
 //! and a resume that can tell when a file it needs has gone.
 
 use crate::group_digits;
-use crate::markers::{Preview, persisted_output, saved_path};
+use crate::markers::{Preview, persisted_output};
 use crate::store::{ContentHash, Store, StoreError};
 use crate::{Block, Content, Message, ToolResult, ToolResultContent};
 use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ pub fn log_form(
             let Block::ToolResult(r) = block else {
                 continue;
             };
-            if let Some(path) = saved_path(r, store) {
+            if let Some(path) = store.saved_path(r) {
                 let saved = store.describe_saved(&path)?;
                 refs.push(reference(
                     mi,

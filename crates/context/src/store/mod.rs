@@ -18,8 +18,9 @@ pub use hash::ContentHash;
 pub use output::{CapturedOutput, OutputWriter};
 pub use transcript::ArchivedSpan;
 
-use crate::Message;
 use crate::Redactor;
+use crate::markers::saved_path_text;
+use crate::{Message, ToolResult};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs;
@@ -329,6 +330,14 @@ impl Store {
         let path = fs::canonicalize(candidate).ok()?;
         (path.starts_with(&root) && path.is_file()).then_some(path)
     }
+
+    /// The path a compaction marker in this result's content points to, if
+    /// the content is such a marker *and* the path is a file inside this
+    /// store. A tool output that imitates a marker gets `None`, so it is
+    /// saved like any other.
+    pub fn saved_path(&self, result: &ToolResult) -> Option<PathBuf> {
+        self.trusted_path(saved_path_text(result.content_str()?)?)
+    }
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
@@ -429,6 +438,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::markers::{Preview, persisted_output, saved_placeholder};
 
     #[test]
     fn hostile_ids_stay_inside_the_store() {
@@ -518,5 +528,46 @@ mod tests {
         let other = Store::new(dir.path());
         let read = other.describe_saved(&canon).unwrap();
         assert_eq!((read.bytes, read.hash), (saved.bytes, saved.hash));
+    }
+
+    fn as_result(s: String) -> ToolResult {
+        match crate::Block::tool_result("t", s, false) {
+            crate::Block::ToolResult(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn markers_are_recognised_only_with_trusted_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let path = store.persist_tool_result("t", "full").unwrap().path;
+        let persisted = persisted_output(&path, &Preview::head("full output", 4), None);
+        assert!(persisted.contains("Preview:\nfull\n..."));
+        assert_eq!(
+            store.saved_path(&as_result(persisted)),
+            Some(std::fs::canonicalize(&path).unwrap())
+        );
+        assert!(
+            store
+                .saved_path(&as_result(saved_placeholder(&path)))
+                .is_some()
+        );
+        let forged = saved_placeholder(Path::new("/etc/passwd"));
+        assert!(store.saved_path(&as_result(forged)).is_none());
+        let elsewhere = persisted_output(Path::new("/etc/hosts"), &Preview::head("x", 9), None);
+        assert!(store.saved_path(&as_result(elsewhere)).is_none());
+    }
+
+    #[test]
+    fn a_streamed_output_marker_has_a_note_and_both_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let path = store.persist_tool_result("t", "1\n2\n3\n").unwrap().path;
+        let preview = Preview::head_and_tail("1\n".into(), "3\n".into(), 1_234_567);
+        let marker = persisted_output(&path, &preview, Some("Size: 6 bytes\n[exit code: 0]"));
+        assert!(marker.contains("\nSize: 6 bytes\n[exit code: 0]\nPreview (start and end):\n1\n"));
+        assert!(marker.contains("[... 1,234,567 bytes not shown ...]\n3\n"));
+        assert!(store.saved_path(&as_result(marker)).is_some());
     }
 }

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use serde_json::json;
-use whittle_context::{Block, Message, SummarizeError, Summarizer, SummaryInput};
+use whittle_context::{SummarizeError, Summarizer, SummaryInput};
+use whittle_protocol::{Block, Message};
 
 /// A summarizer that returns a fixed text and remembers what it was given.
 #[derive(Default)]

@@ -106,10 +106,11 @@ impl AnthropicConfig {
 
 /// Checks that `base` is an http(s) URL and returns it without a trailing slash.
 pub(crate) fn checked_base_url(base: &str, var: &str) -> Result<String, LlmError> {
-    let parsed = reqwest::Url::parse(base)
-        .map_err(|e| LlmError::Config(format!("{var} is not a valid URL ({e}): {base}")))?;
+    let parsed = reqwest::Url::parse(base).map_err(|e| {
+        LlmError::config_caused(format!("{var} is not a valid URL ({e}): {base}"), e)
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(LlmError::Config(format!(
+        return Err(LlmError::config(format!(
             "{var} must start with http:// or https://: {base}"
         )));
     }
@@ -134,7 +135,7 @@ impl AnthropicProvider {
         );
         let mut headers = HeaderMap::new();
         let invalid = || {
-            LlmError::Config(format!(
+            LlmError::config(format!(
                 "{} contains characters not allowed in an HTTP header",
                 config.auth.hint()
             ))
@@ -155,7 +156,7 @@ impl AnthropicProvider {
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_str(&config.version).map_err(|_| {
-                LlmError::Config(format!("bad anthropic-version: {}", config.version))
+                LlmError::config(format!("bad anthropic-version: {}", config.version))
             })?,
         );
         headers.insert(
@@ -200,8 +201,9 @@ impl Provider for AnthropicProvider {
             if request.model.is_empty() {
                 request.model.clone_from(&self.config.model);
             }
-            let body = serde_json::to_vec(&self.request_body(&request))
-                .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
+            let body = serde_json::to_vec(&self.request_body(&request)).map_err(|e| {
+                LlmError::config_caused(format!("cannot encode the request: {e}"), e)
+            })?;
             let call = HttpCall {
                 client: self.client.clone(),
                 url: self.url.clone(),
@@ -275,7 +277,7 @@ mod tests {
         c.base_url = "localhost:8080".into();
         assert!(matches!(
             AnthropicProvider::new(c.clone()),
-            Err(LlmError::Config(_))
+            Err(LlmError::Config { .. })
         ));
         c.base_url = "not a url".into();
         let err = AnthropicProvider::new(c.clone()).unwrap_err().to_string();

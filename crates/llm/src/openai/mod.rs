@@ -122,8 +122,8 @@ impl OpenAiProvider {
         if let Some(key) = &config.api_key {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    LlmError::Config(
-                        "OPENAI_API_KEY contains characters not allowed in an HTTP header".into(),
+                    LlmError::config(
+                        "OPENAI_API_KEY contains characters not allowed in an HTTP header",
                     )
                 })?;
             value.set_sensitive(true);
@@ -167,8 +167,9 @@ impl Provider for OpenAiProvider {
             if request.model.is_empty() {
                 request.model.clone_from(&self.config.model);
             }
-            let body = serde_json::to_vec(&self.request_body(&request))
-                .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
+            let body = serde_json::to_vec(&self.request_body(&request)).map_err(|e| {
+                LlmError::config_caused(format!("cannot encode the request: {e}"), e)
+            })?;
             let call = HttpCall {
                 client: self.client.clone(),
                 url: self.url.clone(),

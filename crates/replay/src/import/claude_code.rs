@@ -51,8 +51,8 @@ use requests::Requests;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use whittle_context::{Block, Content, Role};
-use whittle_context::{escape_controls, json_kind};
+use whittle_protocol::{Block, Content, Role};
+use whittle_protocol::{escape_controls, json_kind};
 
 /// Whether a JSON object looks like a Claude Code event.
 pub(crate) fn looks_like_event(object: &Map<String, Value>) -> bool {

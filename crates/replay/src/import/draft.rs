@@ -9,7 +9,7 @@
 use super::Boundary;
 use crate::recorded::RecordedCall;
 use std::collections::HashSet;
-use whittle_context::{Block, Content, Message, Role, ToolResult};
+use whittle_protocol::{Block, Content, Message, Role, ToolResult};
 
 /// The error result given to a tool_use the recording never answered.
 pub const INTERRUPTED: &str = "[interrupted: no result recorded]";
@@ -417,7 +417,7 @@ fn repair_user_turn(turn: &mut Vec<Entry>, pending: &mut [Pending]) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
-    use whittle_context::validate;
+    use whittle_protocol::validate;
 
     fn finish(messages: Vec<(Role, Content)>) -> Finished {
         let mut d = Draft::default();

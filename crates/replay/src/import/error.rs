@@ -4,7 +4,7 @@ use super::Format;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use whittle_context::ValidationError;
+use whittle_protocol::ValidationError;
 
 /// What went wrong importing one trace file.
 ///

@@ -21,7 +21,7 @@ use super::draft::Draft;
 use super::{Conversation, Format, ImportError, finish, system_text};
 use serde_json::{Map, Value, json};
 use std::path::Path;
-use whittle_context::{Block, Content, Role, tool_names};
+use whittle_protocol::{Block, Content, Role, tool_names};
 
 /// The only `trajectory_format` this module reads.
 pub(crate) const TRAJECTORY_FORMAT: &str = "mini-swe-agent-1";

@@ -2,7 +2,7 @@
 //!
 //! `whittle replay` measures the compaction pipeline on sessions recorded by
 //! other agents. Each importer turns one file into [`Conversation`]s whose
-//! messages pass [`validate`](whittle_context::validate()), because replay must only send
+//! messages pass [`validate`](whittle_protocol::validate()), because replay must only send
 //! requests the API would accept. The format is detected from the content,
 //! never from the file name:
 //! - Claude Code session logs (JSONL events), see [`Format::ClaudeCode`];
@@ -36,8 +36,8 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use whittle_context::Message;
-use whittle_context::validate;
+use whittle_protocol::Message;
+use whittle_protocol::validate;
 
 /// One recorded conversation, ready to replay.
 #[derive(Clone, Debug, PartialEq)]
@@ -186,7 +186,7 @@ fn import_document(
         other => {
             return Err(unknown(format!(
                 "a lone JSON value ({})",
-                whittle_context::json_kind(&other)
+                whittle_protocol::json_kind(&other)
             )));
         }
     };
@@ -197,7 +197,7 @@ fn import_document(
             }
             _ => Err(unknown(format!(
                 "trajectory_format {} is not {:?}",
-                whittle_context::escape_controls(&format.to_string(), 80),
+                whittle_protocol::escape_controls(&format.to_string(), 80),
                 mini_swe_agent::TRAJECTORY_FORMAT
             ))),
         };

@@ -21,7 +21,7 @@ use super::draft::Draft;
 use super::{Conversation, Format, ImportError, finish, system_text};
 use serde_json::{Map, Value, json};
 use std::path::Path;
-use whittle_context::{
+use whittle_protocol::{
     Block, Content, Image, Role, ToolResult, ToolResultContent, escape_controls,
 };
 

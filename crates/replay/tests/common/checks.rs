@@ -6,7 +6,7 @@
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
-use whittle_context::{Block, Content, Message, Role, validate};
+use whittle_protocol::{Block, Content, Message, Role, validate};
 use whittle_replay::{Conversation, ReplaySummary, import_path};
 
 /// Compaction boundaries as (index, trigger, preTokens).

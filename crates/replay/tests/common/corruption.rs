@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use whittle_context::validate;
+use whittle_protocol::validate;
 use whittle_replay::{Conversation, ImportError, import_path};
 
 /// A file small enough to corrupt many times: (name, bytes, is JSONL).

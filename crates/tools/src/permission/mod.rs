@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,13 +61,13 @@ pub enum Decision {
 impl Decision {
     fn ask(reason: impl Into<String>) -> Self {
         Decision::Ask {
-            reason: whittle_context::controls_to_spaces(&reason.into()).into_owned(),
+            reason: whittle_protocol::controls_to_spaces(&reason.into()).into_owned(),
         }
     }
 
     fn deny(reason: impl Into<String>) -> Self {
         Decision::Deny {
-            reason: whittle_context::controls_to_spaces(&reason.into()).into_owned(),
+            reason: whittle_protocol::controls_to_spaces(&reason.into()).into_owned(),
         }
     }
 

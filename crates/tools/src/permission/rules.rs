@@ -29,7 +29,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use whittle_context::tool_names;
+use whittle_protocol::tool_names;
 
 use globset::{GlobBuilder, GlobMatcher};
 

@@ -78,7 +78,7 @@ pub(super) fn main_thread(
                         at,
                         format!(
                             "parentUuid {} names no record of the file: the chain of events is broken",
-                            whittle_context::escape_controls(p, 80)
+                            whittle_protocol::escape_controls(p, 80)
                         ),
                     ));
                 }
