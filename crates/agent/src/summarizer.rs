@@ -102,13 +102,14 @@ impl ProviderSummarizer {
     fn request(&self, input: SummaryInput<'_>, focus: Option<&str>, ledger: &str) -> ModelRequest {
         match input {
             SummaryInput::Continuation(messages) => {
+                let input_chars = messages.iter().map(Message::chars).sum();
                 let mut messages = messages.to_vec();
                 let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger);
                 // After tool results the ask joins their user turn.
                 messages.push(Message::user(ask));
                 let mut request = ModelRequest::new(&self.model, &self.system, messages);
                 request.tools = self.tools.clone();
-                request.max_tokens = self.max_tokens;
+                request.max_tokens = summary_max_tokens(self.max_tokens, input_chars);
                 request.reasoning = self.reasoning;
                 request
             }
@@ -119,9 +120,31 @@ impl ProviderSummarizer {
                 );
                 let mut request =
                     ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);
-                request.max_tokens = self.max_tokens;
+                request.max_tokens = summary_max_tokens(self.max_tokens, text.chars().count());
                 request
             }
         }
+    }
+}
+
+/// Output tokens a summary of `input_chars` may take: at most half of what
+/// it replaces (about four characters a token), never under 256, never over
+/// `cap`. A longer summary would be refused as not smaller anyway, and a
+/// small local model that rambles to its cap takes minutes to get there.
+fn summary_max_tokens(cap: u32, input_chars: usize) -> u32 {
+    let half = u32::try_from(input_chars / 8).unwrap_or(u32::MAX);
+    half.clamp(256.min(cap), cap)
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::summary_max_tokens;
+
+    #[test]
+    fn a_summary_may_take_half_of_what_it_replaces_within_bounds() {
+        assert_eq!(summary_max_tokens(8_192, 1_112), 256);
+        assert_eq!(summary_max_tokens(8_192, 40_000), 5_000);
+        assert_eq!(summary_max_tokens(8_192, 4_000_000), 8_192);
+        assert_eq!(summary_max_tokens(100, 10), 100);
     }
 }

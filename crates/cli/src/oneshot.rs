@@ -7,11 +7,14 @@ use crate::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
 use crate::mcp_cmd::{self, Progress};
 use crate::render::{Renderer, event_json, report_json};
 use crate::setup;
+use crate::style::Style;
 use serde_json::{Value, json};
+use std::io::IsTerminal;
 use std::io::Write;
 use std::process::ExitCode;
 use whittle_agent::{AgentError, AgentEvent, DenyAsks, EventSink, TurnOutcome, UsageTotals};
 use whittle_context::StepReport;
+use whittle_llm::ProviderKind;
 
 /// Exit status when the task used every allowed model call.
 pub const MAX_TURNS_EXIT: u8 = 3;
@@ -23,12 +26,15 @@ struct OneShotSink {
     format: OutputFormat,
     renderer: Renderer,
     compactions: Vec<StepReport>,
+    tool_calls: usize,
 }
 
 impl EventSink for OneShotSink {
     fn on_event(&mut self, event: AgentEvent) {
-        if let AgentEvent::Compaction(r) = &event {
-            self.compactions.push(r.clone());
+        match &event {
+            AgentEvent::Compaction(r) => self.compactions.push(r.clone()),
+            AgentEvent::ToolStart { .. } => self.tool_calls += 1,
+            _ => {}
         }
         match self.format {
             OutputFormat::Text => self.renderer.on_event(event),
@@ -99,7 +105,7 @@ pub async fn run(
     let mut session = setup::open(settings, args, env, Box::new(DenyAsks), &mcp)?;
     session.ensure_logging()?;
     let session_id = session.agent.session_id().unwrap_or_default().to_string();
-    let model = session.spec.to_string();
+    let model = session.model_label();
     let format = args.output_format;
     if format == OutputFormat::StreamJson {
         print_json_line(&json!({
@@ -114,6 +120,7 @@ pub async fn run(
         format,
         renderer: Renderer::new(&settings.workspace, true),
         compactions: Vec::new(),
+        tool_calls: 0,
     };
     let before = session.agent.usage();
     let outcome = run_turn(
@@ -131,6 +138,13 @@ pub async fn run(
     let (subtype, text, error, code) = classify(&outcome, settings.max_turns);
     if let Some(message) = &error {
         sink.renderer.error(message);
+    } else if format == OutputFormat::Text
+        && session.spec.provider == ProviderKind::Local
+        && sink.tool_calls == 0
+    {
+        let style = Style::detect(std::io::stderr().is_terminal());
+        sink.renderer
+            .line(&style.dim(crate::render::UNLOOKED_ANSWER));
     }
     match format {
         OutputFormat::Text => {}
@@ -146,6 +160,18 @@ pub async fn run(
                 "usage": usage_json(&usage),
                 "cost_usd": usage.cost_usd(&session.prices()),
                 "compactions": sink.compactions.iter().map(report_json).collect::<Vec<_>>(),
+                "tool_calls": sink.tool_calls,
+                "embedded_model": session.local.as_ref().map(|local| {
+                    let stats = local.stats();
+                    json!({
+                        "calls": stats.calls,
+                        "prefix_cache_hits": stats.prefix_hits,
+                        "cached_prompt_tokens": stats.usage.cached_prompt_tokens,
+                        "prompt_tokens": stats.usage.prompt_tokens,
+                        "prompt_tokens_per_second": stats.timings.prompt_tokens_per_second(&stats.usage),
+                        "generation_tokens_per_second": stats.timings.generation_tokens_per_second(&stats.usage),
+                    })
+                }),
             });
             print_json_line(&result);
         }

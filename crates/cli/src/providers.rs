@@ -44,6 +44,9 @@ pub struct Connection {
     pub provider: Arc<dyn Provider>,
     /// The window the provider reported, if any.
     pub context_window: Option<u64>,
+    /// The embedded model, when that is the provider: its own figures
+    /// (tokens per second, prefix-cache hits) go in `/cost`.
+    pub local: Option<Arc<LocalProvider>>,
 }
 
 /// A provider for `spec`. Credentials and base URLs come from the
@@ -74,16 +77,18 @@ pub fn connect(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Connect
                     path.display()
                 );
             }
-            let local = LocalProvider::load(&path)?;
+            let local = Arc::new(LocalProvider::load(&path)?);
             return Ok(Connection {
                 context_window: Some(local.context_window()),
-                provider: Arc::new(local),
+                provider: local.clone(),
+                local: Some(local),
             });
         }
     };
     Ok(Connection {
         provider,
         context_window: None,
+        local: None,
     })
 }
 

@@ -97,6 +97,8 @@ pub struct Renderer {
     /// The last compaction that changed the history since the status line
     /// last asked.
     turn_compaction: Option<String>,
+    /// Tool calls since [`Renderer::take_tool_calls`] last asked.
+    tool_calls: usize,
 }
 
 impl Renderer {
@@ -113,6 +115,7 @@ impl Renderer {
             show_text,
             said_failure: None,
             turn_compaction: None,
+            tool_calls: 0,
         }
     }
 
@@ -154,6 +157,11 @@ impl Renderer {
         self.turn_compaction.take()
     }
 
+    /// Tool calls shown since the last call.
+    pub fn take_tool_calls(&mut self) -> usize {
+        std::mem::take(&mut self.tool_calls)
+    }
+
     /// The dim line for a compaction step.
     pub fn compaction_line(&self, report: &StepReport) -> String {
         compaction_line(report, &self.workspace)
@@ -180,6 +188,7 @@ impl EventSink for Renderer {
             }
             AgentEvent::ToolStart { name, input, .. } => {
                 self.waiting = false;
+                self.tool_calls += 1;
                 let line = format!(
                     "{} {}",
                     self.err.cyan(&format!("● {name}")),
@@ -280,6 +289,11 @@ pub fn error_line(error: &anyhow::Error) -> String {
     }
     whittle_protocol::collapse_whitespace(&line)
 }
+
+/// Said after an answer of the embedded model that called no tool: a small
+/// model asked about the workspace may describe one it never looked at, and
+/// the person must not take that for what is there.
+pub const UNLOOKED_ANSWER: &str = "(the embedded model answered without reading a file or running a command: nothing above was checked against this workspace)";
 
 /// `retrying in 2.0s (attempt 1): reason`.
 pub fn retry_line(attempt: u32, delay: Duration, reason: &str) -> String {

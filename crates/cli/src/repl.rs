@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, Uncompacted, list_sessions};
+use whittle_llm::ProviderKind;
 use whittle_mcp::Installation;
 use whittle_protocol::{collapse_whitespace, group_digits};
 
@@ -167,7 +168,7 @@ pub fn run(
         renderer.line(&format!(
             "{} {} in {}\n{}",
             err_style.bold("whittle"),
-            session.spec,
+            session.model_label(),
             settings.workspace.display(),
             err_style.dim("/help for commands, Ctrl-C stops a turn, Ctrl-D quits")
         ));
@@ -208,8 +209,13 @@ pub fn run(
         renderer.take_turn_compaction();
         let outcome = rt.block_on(run_turn(&mut session.agent, &text, &mut renderer, &slot));
         renderer.end_text();
+        let tool_calls = renderer.take_tool_calls();
         match outcome {
-            Ok(TurnOutcome::Done { .. }) => {}
+            Ok(TurnOutcome::Done { .. }) => {
+                if session.spec.provider == ProviderKind::Local && tool_calls == 0 {
+                    renderer.line(&err_style.dim(crate::render::UNLOOKED_ANSWER));
+                }
+            }
             Ok(TurnOutcome::MaxTurns) => {
                 let line = err_style.yellow(&format!(
                     "stopped after {} model calls (max_turns); say \"go on\" to continue",
@@ -271,7 +277,12 @@ fn slash(
             let unit = meter_unit(agent.config().meter);
             out_line(&render_context(&agent.context_breakdown(), unit, out));
         }
-        SlashCommand::Cost => out_line(&render_cost(&agent.usage(), &session.prices())),
+        SlashCommand::Cost => {
+            out_line(&render_cost(&agent.usage(), &session.prices()));
+            if let Some(local) = &session.local {
+                out_line(&crate::slash::render_local_stats(&local.stats()));
+            }
+        }
         SlashCommand::Report => {
             let prices = session.prices();
             match crate::report_cmd::write_session_page(&session.agent, prices, settings) {

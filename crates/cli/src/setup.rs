@@ -12,7 +12,7 @@ use whittle_agent::{
     UsageMeter, environment_block, find_session, session_system_prompt,
 };
 use whittle_context::{Limits, TokenBudget, TokenMeter};
-use whittle_llm::{ModelSpec, Prices, model_facts_with};
+use whittle_llm::{ModelSpec, Prices, ProviderKind, model_facts_with};
 use whittle_mcp::{Installation, McpServers, TOOL_SEARCH_NAME};
 use whittle_protocol::Redactor;
 use whittle_protocol::tool_names;
@@ -27,6 +27,8 @@ pub struct Session {
     pub agent: Agent,
     /// The model it talks to.
     pub spec: ModelSpec,
+    /// The embedded model, when that is the provider.
+    pub local: Option<Arc<whittle_llm::LocalProvider>>,
     /// Set when an earlier session was continued: its id and how many
     /// unanswered tool calls were given an "interrupted" result.
     pub resumed: Option<(String, usize)>,
@@ -37,6 +39,17 @@ pub struct Session {
 }
 
 impl Session {
+    /// The model as a person should read it: `local` alone means the
+    /// embedded default, so that one is named.
+    pub fn model_label(&self) -> String {
+        if self.spec.provider == ProviderKind::Local && self.spec.model.is_empty() {
+            let name = whittle_local::DEFAULT_MODEL_FILE.trim_end_matches(".gguf");
+            format!("local:{name}")
+        } else {
+            self.spec.to_string()
+        }
+    }
+
     /// The prices `/cost` and `-p --output-format json` estimate with.
     pub fn prices(&self) -> Prices {
         Prices::for_provider(self.spec.provider)
@@ -146,6 +159,7 @@ pub fn open(
     let Connection {
         provider,
         context_window,
+        local,
     } = connect(&spec, settings)?;
     // Commands are confined; in -p nobody can be told they would run
     // unconfined, so a kernel that cannot confine refuses them.
@@ -194,6 +208,7 @@ pub fn open(
     };
     Ok(Session {
         agent,
+        local,
         spec,
         resumed,
         support,

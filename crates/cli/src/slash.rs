@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
 use whittle_context::SessionRecord;
 use whittle_llm::Prices;
+use whittle_local::EngineStats;
 use whittle_protocol::group_digits;
 
 /// A line that starts with `/`.
@@ -157,6 +158,23 @@ pub fn render_cost(u: &UsageTotals, prices: &Prices) -> String {
         prices.output,
         prices.cache_write_multiplier,
         prices.cache_read_multiplier,
+    )
+}
+
+/// The embedded model's own figures for `/cost`: how fast it ran and how
+/// often a call reused the cached prompt prefix (only the new part of a
+/// prompt is then processed).
+pub fn render_local_stats(stats: &EngineStats) -> String {
+    let rate = |r: Option<f64>| r.map_or_else(|| "-".to_string(), |r| format!("{r:.1} tokens/s"));
+    format!(
+        "embedded model     {} calls, {} reused the cached prompt prefix ({} of {} prompt tokens)
+                            prompt {}, generation {}",
+        group_digits(stats.calls as u64),
+        group_digits(stats.prefix_hits as u64),
+        group_digits(stats.usage.cached_prompt_tokens as u64),
+        group_digits(stats.usage.prompt_tokens as u64),
+        rate(stats.timings.prompt_tokens_per_second(&stats.usage)),
+        rate(stats.timings.generation_tokens_per_second(&stats.usage)),
     )
 }
 

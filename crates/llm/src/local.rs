@@ -53,6 +53,15 @@ impl LocalProvider {
         self
     }
 
+    /// What the engine has done since it was loaded: calls, prefix-cache
+    /// hits, tokens and time (for `/cost` and `-v`).
+    pub fn stats(&self) -> whittle_local::EngineStats {
+        self.model.lock().map_or_else(
+            |poisoned| poisoned.into_inner().stats(),
+            |model| model.stats(),
+        )
+    }
+
     /// The model's context window, from the GGUF metadata.
     pub fn context_window(&self) -> u64 {
         self.context_window

@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use whittle_protocol::Block;
 
 /// Recent tokens the repeat penalty looks at (llama.cpp's default).
@@ -64,6 +65,46 @@ pub struct Usage {
     pub completion_tokens: usize,
 }
 
+/// Where one call's time went, for tokens-per-second reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Running the uncached part of the prompt through the model.
+    pub prompt: Duration,
+    /// Generating the reply (sampling and decode steps), first token to last.
+    pub generation: Duration,
+}
+
+impl Timings {
+    /// Prompt tokens processed per second (`None` when nothing was timed).
+    pub fn prompt_tokens_per_second(&self, usage: &Usage) -> Option<f64> {
+        let n = usage.prompt_tokens - usage.cached_prompt_tokens.min(usage.prompt_tokens);
+        per_second(n, self.prompt)
+    }
+
+    /// Generated tokens per second (`None` when nothing was timed).
+    pub fn generation_tokens_per_second(&self, usage: &Usage) -> Option<f64> {
+        per_second(usage.completion_tokens, self.generation)
+    }
+}
+
+fn per_second(tokens: usize, time: Duration) -> Option<f64> {
+    (tokens > 0 && !time.is_zero()).then(|| tokens as f64 / time.as_secs_f64())
+}
+
+/// Totals over the calls a model has answered since it was loaded: how often the prefix
+/// cache hit and how fast prompts and replies ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Calls answered.
+    pub calls: usize,
+    /// Calls that reused at least one cached prompt token.
+    pub prefix_hits: usize,
+    /// Token counts, summed.
+    pub usage: Usage,
+    /// Time, summed.
+    pub timings: Timings,
+}
+
 /// Why generation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -84,6 +125,8 @@ pub struct Generation {
     pub text: String,
     /// Token counts.
     pub usage: Usage,
+    /// Time spent on the prompt and on the reply.
+    pub timings: Timings,
     /// Why it ended.
     pub stop_reason: StopReason,
 }
@@ -97,6 +140,8 @@ pub struct Completion {
     pub raw_text: String,
     /// Token counts.
     pub usage: Usage,
+    /// Time spent on the prompt and on the reply.
+    pub timings: Timings,
     /// Why it ended; `ToolUse` when the turn ended with at least one tool call.
     pub stop_reason: StopReason,
 }
@@ -115,6 +160,7 @@ pub struct LocalModel {
     context_window: usize,
     /// The tokens whose keys and values are in the cache, in order.
     cached: Vec<u32>,
+    stats: EngineStats,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -177,6 +223,7 @@ impl LocalModel {
             transformer,
             context_window,
             cached: Vec::new(),
+            stats: EngineStats::default(),
         })
     }
 
@@ -208,6 +255,11 @@ impl LocalModel {
     /// The chat template.
     pub fn template(&self) -> &ChatTemplate {
         &self.template
+    }
+
+    /// Prefix-cache hits, token counts and time over every call so far.
+    pub fn stats(&self) -> EngineStats {
+        self.stats
     }
 
     /// Forgets the KV cache (the next call processes its whole prompt).
@@ -282,6 +334,7 @@ impl LocalModel {
             content: segments_to_blocks(segments),
             raw_text: generation.text,
             usage: generation.usage,
+            timings: generation.timings,
             stop_reason,
         })
     }
@@ -333,7 +386,9 @@ impl LocalModel {
         if ids.is_empty() {
             return Err(LocalError::Tokenizer("the prompt is empty".into()));
         }
+        let started = Instant::now();
         let (cached_prompt_tokens, mut logits) = self.prefill(&ids)?;
+        let prefilled = Instant::now();
         let budget = params.max_tokens.min(self.context_window - prompt_tokens);
         let mut sampler = Sampler::new(params.seed, params.temperature, params.top_p);
         let mut stream = self.tokenizer.stream();
@@ -378,13 +433,27 @@ impl LocalModel {
                 let _ = on_text(&rest);
             }
         }
+        let usage = Usage {
+            prompt_tokens,
+            cached_prompt_tokens,
+            completion_tokens,
+        };
+        let timings = Timings {
+            prompt: prefilled - started,
+            generation: prefilled.elapsed(),
+        };
+        let stats = &mut self.stats;
+        stats.calls += 1;
+        stats.prefix_hits += usize::from(cached_prompt_tokens > 0);
+        stats.usage.prompt_tokens += prompt_tokens;
+        stats.usage.cached_prompt_tokens += cached_prompt_tokens;
+        stats.usage.completion_tokens += completion_tokens;
+        stats.timings.prompt += timings.prompt;
+        stats.timings.generation += timings.generation;
         Ok(Generation {
             text,
-            usage: Usage {
-                prompt_tokens,
-                cached_prompt_tokens,
-                completion_tokens,
-            },
+            usage,
+            timings,
             stop_reason,
         })
     }

@@ -7,11 +7,15 @@
 //! template (`tokenizer.chat_template`, ChatML when absent). Tools use a text protocol
 //! (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, see [`tools`]).
 //!
-//! Speed and memory: prompts run as dense f32 GEMMs, decoding as Q8_0 dot products on the
-//! rayon pool (`RAYON_NUM_THREADS` sets its size); see `benches/throughput.rs`. SmolLM2-135M
-//! takes about 700 MB resident (f32 copies of the weights for prompt processing included).
-//! The KV cache of the last call is kept, so a conversation that grows by a turn only
-//! processes the new turn.
+//! Speed and memory: weights stay in their GGUF blocks (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K read in
+//! place; other types converted once to Q8_0), multiplied by 8-bit activations with AVX2
+//! kernels (see `quant.rs`) on the rayon pool (`RAYON_NUM_THREADS` sets its size), for
+//! prompts and decoding alike; `benches/throughput.rs` and `bench/local_vs_llamacpp.py`
+//! measure them. Resident memory is the file's tensor bytes plus the KV cache (the file is
+//! read once, not memory-mapped: that needs `unsafe`, which this workspace denies). The KV
+//! cache of the last call is kept, so a request sharing a prefix with the previous one
+//! (system prompt, tools, earlier turns) processes only what follows the first changed
+//! token; [`LocalModel::stats`] counts the hits and the tokens per second.
 //!
 //! The API is blocking and CPU-bound, built to be wrapped by a provider:
 //!
@@ -38,7 +42,7 @@ mod gguf;
 mod linear;
 mod model;
 mod prompt;
-mod q8;
+mod quant;
 mod sampler;
 pub mod template;
 pub mod tokenizer;
@@ -48,9 +52,13 @@ pub use download::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, DEFAULT_MODEL_WHEEL_SHA256, PullProgress,
     default_model_path, ensure_default_model, models_dir,
 };
-pub use engine::{Completion, Generation, GenerationParams, LocalModel, StopReason, Usage};
+pub use engine::{
+    Completion, EngineStats, Generation, GenerationParams, LocalModel, StopReason, Timings, Usage,
+};
 pub use error::LocalError;
+pub use linear::quantized_matmul;
 pub use prompt::{ChatRequest, template_messages};
+pub use quant::Kind as QuantKind;
 pub use template::{CHATML_TEMPLATE, ChatTemplate, TemplateMessage};
 pub use tokenizer::{TextStream, TokenKind, Tokenizer};
 pub use tools::{ToolCallParser, ToolSpec, parse_tool_calls};

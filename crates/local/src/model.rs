@@ -9,10 +9,12 @@
 
 use crate::error::LocalError;
 use crate::gguf::Metadata;
-use crate::linear::{BLOCK, Linear, Q8Matrix};
-use candle_core::quantized::gguf_file;
+use crate::linear::{Linear, QMatrix, q8_0_bytes};
+use crate::quant::{BLOCK, Kind};
+use candle_core::quantized::{GgmlDType, gguf_file};
 use candle_core::{DType, Device, Tensor};
-use std::io::{Read, Seek};
+use rayon::prelude::*;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -113,10 +115,6 @@ impl Config {
     }
 }
 
-/// Most bytes of f32 weight copies kept for prompt processing (SmolLM2-135M needs 425 MB);
-/// matrices beyond it are dequantized each time a prompt chunk uses them, about 15% slower.
-const DENSE_BUDGET_BYTES: usize = 512 << 20;
-
 struct Layer {
     attn_norm: Tensor,
     /// q, k and v stacked: `n_embd + 2 * kv_dim` output rows.
@@ -128,10 +126,11 @@ struct Layer {
     down: Linear,
 }
 
-/// Keys and values of past positions, per layer, in buffers that grow by doubling so a
-/// decode step writes one row instead of copying the cache.
+/// Keys and values of past positions, per layer, laid out `[kv head][position][dim]` in
+/// buffers that grow by doubling, so a decode step writes one row instead of copying.
 struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Per layer: keys, values.
+    layers: Vec<(Vec<f32>, Vec<f32>)>,
     len: usize,
     capacity: usize,
 }
@@ -139,68 +138,108 @@ struct KvCache {
 impl KvCache {
     fn new(n_layer: usize) -> Self {
         KvCache {
-            layers: (0..n_layer).map(|_| None).collect(),
+            layers: (0..n_layer).map(|_| (Vec::new(), Vec::new())).collect(),
             len: 0,
             capacity: 0,
         }
     }
 
     fn clear(&mut self) {
-        self.layers.iter_mut().for_each(|l| *l = None);
+        self.layers
+            .iter_mut()
+            .for_each(|l| *l = (Vec::new(), Vec::new()));
         self.len = 0;
         self.capacity = 0;
     }
 
     /// Makes room for `needed` positions in every layer, keeping what is cached.
-    fn reserve(
-        &mut self,
-        needed: usize,
-        max: usize,
-        shape: (usize, usize),
-        dev: &Device,
-    ) -> candle_core::Result<()> {
+    fn reserve(&mut self, needed: usize, max: usize, n_kv: usize, head_dim: usize) {
         if needed <= self.capacity {
-            return Ok(());
+            return;
         }
         let capacity = needed.max(self.capacity * 2).max(256).min(max.max(needed));
-        let (n_kv, head_dim) = shape;
-        for slot in &mut self.layers {
-            let k = Tensor::zeros((n_kv, capacity, head_dim), DType::F32, dev)?;
-            let v = Tensor::zeros((n_kv, capacity, head_dim), DType::F32, dev)?;
-            if let Some((old_k, old_v)) = slot.as_ref()
-                && self.len > 0
-            {
-                k.slice_set(&old_k.narrow(1, 0, self.len)?.contiguous()?, 1, 0)?;
-                v.slice_set(&old_v.narrow(1, 0, self.len)?.contiguous()?, 1, 0)?;
+        let (old, len) = (self.capacity, self.len);
+        for (k, v) in &mut self.layers {
+            for buf in [k, v] {
+                let mut grown = vec![0f32; n_kv * capacity * head_dim];
+                for g in 0..n_kv {
+                    let from = &buf[g * old * head_dim..][..len * head_dim];
+                    grown[g * capacity * head_dim..][..len * head_dim].copy_from_slice(from);
+                }
+                *buf = grown;
             }
-            *slot = Some((k, v));
         }
         self.capacity = capacity;
-        Ok(())
     }
+}
 
-    /// Writes `k`, `v` (n_kv, seq, head_dim) at `pos` and returns the cache up to `pos + seq`.
-    fn append(
-        &self,
-        layer: usize,
-        pos: usize,
-        k: &Tensor,
-        v: &Tensor,
-    ) -> candle_core::Result<(Tensor, Tensor)> {
-        let Some((ck, cv)) = self.layers.get(layer).and_then(Option::as_ref) else {
-            candle_core::bail!("kv cache not reserved");
-        };
-        ck.slice_set(k, 1, pos)?;
-        cv.slice_set(v, 1, pos)?;
-        let len = pos + k.dim(1)?;
-        Ok((ck.narrow(1, 0, len)?, cv.narrow(1, 0, len)?))
+/// Dot product in eight lanes (vectorizes; the order is fixed, so results do not depend on
+/// how a prompt was split into chunks).
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
     }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// Causal attention of `seq` queries at positions `pos..` over the cache of one layer.
+/// `q` is `[head][token][dim]`; the result is `[token][head · dim]`. Each (token, head)
+/// is computed on its own, the same way whatever the chunk it arrived in: the prefix cache
+/// then changes what is computed, never the numbers.
+#[allow(clippy::too_many_arguments)]
+fn attend(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    capacity: usize,
+    pos: usize,
+    seq: usize,
+    n_head: usize,
+    n_kv: usize,
+    hd: usize,
+) -> Vec<f32> {
+    let n_rep = n_head / n_kv;
+    let scale = 1.0 / (hd as f32).sqrt();
+    let mut out = vec![0f32; seq * n_head * hd];
+    out.par_chunks_mut(hd).enumerate().for_each(|(i, o)| {
+        let (t, h) = (i / n_head, i % n_head);
+        let g = h / n_rep;
+        let q = &q[(h * seq + t) * hd..][..hd];
+        let k = &keys[g * capacity * hd..];
+        let v = &values[g * capacity * hd..];
+        let n = pos + t + 1;
+        let mut scores: Vec<f32> = (0..n).map(|j| dot(q, &k[j * hd..][..hd]) * scale).collect();
+        let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
+        let mut sum = 0f32;
+        for s in &mut scores {
+            *s = (*s - max).exp();
+            sum += *s;
+        }
+        for (j, p) in scores.iter().enumerate() {
+            let w = p / sum;
+            for (o, v) in o.iter_mut().zip(&v[j * hd..][..hd]) {
+                *o += w * v;
+            }
+        }
+    });
+    out
 }
 
 /// The loaded weights and the KV cache.
 pub(crate) struct Transformer {
     cfg: Config,
-    embed: Arc<Q8Matrix>,
+    embed: Arc<QMatrix>,
     layers: Vec<Layer>,
     norm: Tensor,
     output: Linear,
@@ -215,8 +254,6 @@ struct Loader<'a, R> {
     reader: &'a mut R,
     path: &'a Path,
     device: Device,
-    /// Bytes of f32 copies still allowed.
-    dense_budget: usize,
 }
 
 impl<R: Read + Seek> Loader<'_, R> {
@@ -260,23 +297,58 @@ impl<R: Read + Seek> Loader<'_, R> {
         self.content.tensor_infos.contains_key(name)
     }
 
-    /// A projection from the weights (and biases) of `parts`, stacked by output row.
+    /// One weight matrix in its file blocks: the kinds with a kernel are read as stored;
+    /// any other is converted once to Q8_0 (never kept as f32).
+    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatrix, LocalError> {
+        let Some(info) = self.content.tensor_infos.get(name) else {
+            return Err(self.invalid(format!("tensor {name} is missing")));
+        };
+        if info.shape.dims() != [rows, cols] {
+            return Err(self.invalid(format!(
+                "tensor {name} has shape {:?}, expected {:?}",
+                info.shape.dims(),
+                [rows, cols]
+            )));
+        }
+        let kind = match info.ggml_dtype {
+            GgmlDType::Q4_0 => Some(Kind::Q4_0),
+            GgmlDType::Q4_1 => Some(Kind::Q4_1),
+            GgmlDType::Q8_0 => Some(Kind::Q8_0),
+            GgmlDType::Q4K => Some(Kind::Q4K),
+            GgmlDType::Q6K => Some(Kind::Q6K),
+            _ => None,
+        };
+        let Some(kind) = kind.filter(|k| cols.is_multiple_of(k.block_values())) else {
+            let values: Vec<f32> = self.read(name, &[rows, cols])?.flatten_all()?.to_vec1()?;
+            return Ok(QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(&values))?);
+        };
+        let start = self.content.tensor_data_offset + info.offset;
+        let mut data = vec![0u8; rows * kind.row_bytes(cols)];
+        self.reader
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| self.reader.read_exact(&mut data))
+            .map_err(|e| self.invalid(format!("tensor {name}: {e}")))?;
+        Ok(QMatrix::new(kind, rows, cols, data)?)
+    }
+
+    /// A projection from the weights (and biases) of `parts`, stacked by output row: one
+    /// matrix when they share a kind (q/k/v and gate/up are fused so each layer makes four
+    /// products, not seven).
     fn linear(
         &mut self,
         parts: &[(&str, usize)],
         cols: usize,
         bias: bool,
     ) -> Result<Linear, LocalError> {
-        let mut weights = Vec::with_capacity(parts.len());
+        let mut weights: Vec<QMatrix> = Vec::with_capacity(parts.len());
         let mut biases = Vec::with_capacity(parts.len());
         for (name, rows) in parts {
-            weights.push(self.read(&format!("{name}.weight"), &[*rows, cols])?);
+            weights.push(self.matrix(&format!("{name}.weight"), *rows, cols)?);
             let bias_name = format!("{name}.bias");
             if bias || self.has(&bias_name) {
                 biases.push(self.read(&bias_name, &[*rows])?);
             }
         }
-        let weight = Tensor::cat(&weights, 0)?;
         let bias = match biases.len() {
             0 => None,
             n if n == parts.len() => Some(Tensor::cat(&biases, 0)?),
@@ -285,12 +357,18 @@ impl<R: Read + Seek> Loader<'_, R> {
                 return Err(self.invalid(format!("{first} has biases on only some of its parts")));
             }
         };
-        let bytes = weight.elem_count() * 4;
-        let keep_dense = bytes <= self.dense_budget;
-        if keep_dense {
-            self.dense_budget -= bytes;
+        let mut fused: Vec<QMatrix> = Vec::with_capacity(weights.len());
+        for w in weights {
+            match fused.pop() {
+                Some(last) if last.kind() == w.kind() => fused.push(last.stacked(w)?),
+                Some(last) => fused.extend([last, w]),
+                None => fused.push(w),
+            }
         }
-        Ok(Linear::new(weight, bias, keep_dense)?)
+        Ok(Linear::new(
+            fused.into_iter().map(Arc::new).collect(),
+            bias,
+        )?)
     }
 }
 
@@ -307,7 +385,6 @@ impl Transformer {
             reader,
             path,
             device: device.clone(),
-            dense_budget: DENSE_BUDGET_BYTES,
         };
         let Some(embd_info) = content.tensor_infos.get("token_embd.weight") else {
             return Err(l.invalid("tensor token_embd.weight is missing".into()));
@@ -319,16 +396,13 @@ impl Transformer {
                 "embedding {e} or feed-forward {ff} is not a multiple of {BLOCK}"
             )));
         }
-        let table = l.read("token_embd.weight", &[vocab, e])?;
-        let values: Vec<f32> = table.flatten_all()?.to_vec1()?;
-        let embed = Arc::new(Q8Matrix::new(&values, vocab, e)?);
-        drop(values);
+        let embed = Arc::new(l.matrix("token_embd.weight", vocab, e)?);
         let norm = l.read("output_norm.weight", &[e])?;
         let output = if l.has("output.weight") {
-            Linear::new(l.read("output.weight", &[vocab, e])?, None, false)?
+            Linear::new(vec![Arc::new(l.matrix("output.weight", vocab, e)?)], None)?
         } else {
             // Tied embeddings (SmolLM2): the output projection is the embedding table.
-            Linear::shared(embed.clone())
+            Linear::new(vec![embed.clone()], None)?
         };
         // Every layer has several tensors: a block_count beyond that is a lie.
         if cfg.n_layer > content.tensor_infos.len() {
@@ -412,9 +486,7 @@ impl Transformer {
         }
         let c = &self.cfg;
         let (n_head, n_kv, hd) = (c.n_head, c.n_kv_head, c.head_dim);
-        let n_rep = n_head / n_kv;
-        self.cache
-            .reserve(pos + seq, c.context_length, (n_kv, hd), &self.device)?;
+        self.cache.reserve(pos + seq, c.context_length, n_kv, hd);
         let mut rows = vec![0f32; seq * c.n_embd];
         for (&id, row) in tokens.iter().zip(rows.chunks_exact_mut(c.n_embd)) {
             if id as usize >= self.vocab {
@@ -424,10 +496,6 @@ impl Transformer {
         }
         let mut x = Tensor::from_vec(rows, (seq, c.n_embd), &self.device)?;
         let (cos, sin) = rope_tables(c, pos, seq, &self.device)?;
-        let mask = (seq > 1)
-            .then(|| causal_mask(pos, seq, &self.device))
-            .transpose()?;
-        let scale = 1.0 / (hd as f64).sqrt();
         for (i, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_eps)?;
             let heads = |t: Tensor, n: usize| -> candle_core::Result<Tensor> {
@@ -452,23 +520,23 @@ impl Transformer {
                     candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?,
                 )
             };
-            let (k, v) = self.cache.append(i, pos, &k.squeeze(0)?, &v.squeeze(0)?)?;
-            let kv_len = pos + seq;
-            // Query heads sharing a KV head are stacked as rows: no copy of K or V.
-            let q = q.reshape((n_kv, n_rep * seq, hd))?;
-            let mut att = (q.matmul(&k.t()?)? * scale)?;
-            if let Some(mask) = &mask {
-                att = att
-                    .reshape((n_kv, n_rep, seq, kv_len))?
-                    .broadcast_add(mask)?
-                    .reshape((n_kv, n_rep * seq, kv_len))?;
+            let k: Vec<f32> = k.flatten_all()?.to_vec1()?;
+            let v: Vec<f32> = v.flatten_all()?.to_vec1()?;
+            let q: Vec<f32> = q.flatten_all()?.to_vec1()?;
+            let cap = self.cache.capacity;
+            let Some((ck, cv)) = self.cache.layers.get_mut(i) else {
+                candle_core::bail!("kv cache has no layer {i}");
+            };
+            for g in 0..n_kv {
+                for t in 0..seq {
+                    let from = (g * seq + t) * hd;
+                    let to = (g * cap + pos + t) * hd;
+                    ck[to..to + hd].copy_from_slice(&k[from..from + hd]);
+                    cv[to..to + hd].copy_from_slice(&v[from..from + hd]);
+                }
             }
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att
-                .matmul(&v)?
-                .reshape((n_head, seq, hd))?
-                .transpose(0, 1)?
-                .reshape((seq, n_head * hd))?;
+            let y = attend(&q, ck, cv, cap, pos, seq, n_head, n_kv, hd);
+            let y = Tensor::from_vec(y, (seq, n_head * hd), &self.device)?;
             x = (x + layer.o.forward(&y)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
             let gate_up = layer.gate_up.forward(&h)?;
@@ -520,15 +588,6 @@ fn rope_tables(
     ))
 }
 
-/// Additive mask (seq, pos + seq): query `i` sees keys up to `pos + i`.
-fn causal_mask(pos: usize, seq: usize, dev: &Device) -> candle_core::Result<Tensor> {
-    let kv = pos + seq;
-    let mask: Vec<f32> = (0..seq)
-        .flat_map(|i| (0..kv).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 }))
-        .collect();
-    Tensor::from_vec(mask, (seq, kv), dev)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,19 +624,5 @@ mod tests {
         let mixed = cos(&cfg(Some(vec![1.0, 4.0]), 1.0), 8);
         assert!(close(&mixed[..1], &cos(&plain, 8)[..1]));
         assert!(close(&mixed[1..], &cos(&plain, 2)[1..]));
-    }
-
-    #[test]
-    fn causal_mask_lets_each_query_see_only_the_past() {
-        let m: Vec<Vec<f32>> = causal_mask(2, 3, &Device::Cpu).unwrap().to_vec2().unwrap();
-        let inf = f32::NEG_INFINITY;
-        assert_eq!(
-            m,
-            vec![
-                vec![0.0, 0.0, 0.0, inf, inf],
-                vec![0.0, 0.0, 0.0, 0.0, inf],
-                vec![0.0, 0.0, 0.0, 0.0, 0.0],
-            ]
-        );
     }
 }

@@ -2,5 +2,6 @@
 //! links once: a module per file, as before.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kernels;
 mod smollm2;
 mod tiny_model;

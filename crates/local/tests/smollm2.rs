@@ -109,3 +109,61 @@ fn a_prompt_gets_a_non_empty_streamed_answer() {
     );
     assert!(reply.usage.completion_tokens > 0 && reply.usage.completion_tokens <= 48);
 }
+
+/// Greedy tokens of `system` + `messages` from the model's current cache state.
+fn greedy(m: &mut LocalModel, system: &str, messages: &[Message]) -> whittle_local::Completion {
+    let params = GenerationParams {
+        max_tokens: 24,
+        temperature: 0.0,
+        top_p: 1.0,
+        repeat_penalty: 1.0,
+        seed: 0,
+    };
+    let request = ChatRequest {
+        system,
+        messages,
+        tools: &[],
+    };
+    m.complete(&request, &params, &mut |_| ControlFlow::Continue(()))
+        .unwrap()
+}
+
+/// The prefix cache changes how much is computed, never what comes out: a request that
+/// extends the previous one, and one that rewrites its history (as compaction does, so
+/// only the prefix up to the first changed token is shared), decode the same tokens as a
+/// cold run of the same prompt.
+#[test]
+fn the_prefix_cache_gives_the_same_greedy_reply_as_a_cold_run() {
+    let mut m = model().lock().unwrap();
+    let system = "You are a concise assistant for a software engineer.";
+    let first = [Message::user("Name three sorting algorithms.")];
+    m.reset_cache();
+    let a = greedy(&mut m, system, &first);
+    let extended = [
+        Message::user("Name three sorting algorithms."),
+        Message::assistant(a.raw_text.clone()),
+        Message::user("Which of them is stable?"),
+    ];
+    let warm = greedy(&mut m, system, &extended);
+    assert!(warm.usage.cached_prompt_tokens > a.usage.prompt_tokens / 2);
+    let rewritten = [
+        Message::user("Summary of earlier turns: the user asked about sorting."),
+        Message::user("Which sorting algorithm is stable?"),
+    ];
+    let after_rewrite = greedy(&mut m, system, &rewritten);
+    let shared = after_rewrite.usage.cached_prompt_tokens;
+    assert!(shared > 5, "the system prompt is shared");
+    assert!(
+        shared < after_rewrite.usage.prompt_tokens - 5,
+        "the history is not"
+    );
+    let hits = m.stats().prefix_hits;
+    assert!(hits >= 2, "{:?}", m.stats());
+    for (messages, warm) in [(&extended[..], &warm), (&rewritten[..], &after_rewrite)] {
+        m.reset_cache();
+        let cold = greedy(&mut m, system, messages);
+        assert_eq!(cold.usage.cached_prompt_tokens, 0);
+        assert_eq!(cold.raw_text, warm.raw_text);
+        assert!(cold.timings.prompt_tokens_per_second(&cold.usage).is_some());
+    }
+}

@@ -574,3 +574,46 @@ fn a_tree_is_walked_in_order_and_one_bad_file_does_not_stop_it() {
     assert_eq!(direct.len(), 1);
     assert!(direct[0].result.is_err());
 }
+
+#[test]
+fn a_compact_boundary_whose_logical_parent_is_absent_joins_the_part_before_it() {
+    let dir = TempDir::new().unwrap();
+    let on = |mut e: Value, parent: Option<&str>| {
+        e["parentUuid"] = json!(parent);
+        e
+    };
+    let events = vec![
+        on(user("u1", json!("first part")), None),
+        on(
+            assistant("a1", "msg_1", json!([{"type": "text", "text": "before"}])),
+            Some("u1"),
+        ),
+        // The record the boundary names was never written to this file.
+        json!({"type": "system", "subtype": "compact_boundary", "uuid": "b1",
+               "parentUuid": null, "logicalParentUuid": "gone",
+               "compactMetadata": {"trigger": "auto", "preTokens": 99}}),
+        on(
+            {
+                let mut s = user("u2", json!("This session is being continued..."));
+                s["isCompactSummary"] = json!(true);
+                s
+            },
+            Some("b1"),
+        ),
+        on(
+            assistant("a2", "msg_2", json!([{"type": "text", "text": "after"}])),
+            Some("u2"),
+        ),
+    ];
+    let c = one(&write(&dir, "boundary.jsonl", jsonl(&events)));
+    let texts: Vec<String> = c.messages.iter().map(Message::text).collect();
+    assert_eq!(
+        texts.first().map(String::as_str),
+        Some("first part"),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t == "before"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "after"), "{texts:?}");
+    assert_eq!(c.compaction_boundaries.len(), 1);
+    assert_eq!(c.calls.len(), 2, "both billed calls are counted");
+}

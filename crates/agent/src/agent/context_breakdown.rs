@@ -2,6 +2,7 @@
 
 use super::Agent;
 use super::config::MeterChoice;
+use whittle_context::Meter;
 use whittle_protocol::Block;
 
 /// What fills the context, for `/context`, in the meter's unit.
@@ -55,14 +56,26 @@ impl Agent {
             })
             .sum();
         let limits = self.compactor.limits();
+        // An empty list is `[]` to the meter: no row for what is not there.
+        fn json_units<T: serde::Serialize>(meter: &dyn Meter, items: &[T]) -> u64 {
+            if items.is_empty() {
+                0
+            } else {
+                meter.chars_to_units(whittle_protocol::json_chars(&items))
+            }
+        }
         ContextBreakdown {
             system: meter.chars_to_units(self.config.system_prompt.chars().count()),
             instructions: meter.chars_to_units(crate::instructions::instructions_chars(
                 &self.config.system_prompt,
             )),
-            tools: meter.chars_to_units(whittle_protocol::json_chars(&specs)),
-            mcp_tools: meter.chars_to_units(whittle_protocol::json_chars(&mcp)),
-            messages: meter.chars_to_units(self.history.chars().saturating_sub(result_chars)),
+            tools: json_units(meter, &specs),
+            mcp_tools: json_units(meter, &mcp),
+            messages: if self.history.is_empty() {
+                0
+            } else {
+                meter.chars_to_units(self.history.chars().saturating_sub(result_chars))
+            },
             tool_results: meter.chars_to_units(result_chars),
             limit: limits.context_limit,
             window: match self.config.meter {

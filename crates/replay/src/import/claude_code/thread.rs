@@ -7,7 +7,8 @@
 //! leaf back to the root: the newer of the last `last-prompt` record's
 //! `leafUuid` and the last conversation event in the file. A
 //! `compact_boundary` starts a new chain; its `logicalParentUuid` links it to
-//! the history before it, which is kept.
+//! the history before it, which is kept. When that record is not in the file,
+//! the boundary continues the newest conversation event before it.
 //!
 //! Parallel tool calls branch the chain: each part of the response, and each
 //! result, may hang off a different predecessor. So besides the chain itself,
@@ -71,8 +72,20 @@ pub(super) fn main_thread(
             None => break,
             Some((p, strict)) => match by_uuid.get(p) {
                 Some(&i) => at = i,
-                // A logical parent may be in an older file; a real one must be here.
-                None if !strict => break,
+                // A logical parent missing from the file: the compaction
+                // continued the newest leaf before the boundary in file
+                // order (Claude Code writes them in order), so that part is
+                // billed and kept too; with nothing before it, the parent
+                // was in an older file.
+                None if !strict => {
+                    match events[..at]
+                        .iter()
+                        .rposition(|(_, e)| conversation(e) && uuid(e).is_some())
+                    {
+                        Some(before) => at = before,
+                        None => break,
+                    }
+                }
                 None => {
                     return Err((
                         at,

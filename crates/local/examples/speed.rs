@@ -1,0 +1,120 @@
+//! Speed of the embedded model on one machine, as JSON on stdout, for
+//! `bench/local_vs_llamacpp.py` (which runs llama.cpp on the same file beside it):
+//! `cargo run --release -p whittle-local --example speed -- MODEL.gguf PROMPT_FILE...`.
+//! Each prompt file is raw text (no template); the last is also used for generation.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::ops::ControlFlow;
+use std::time::Instant;
+use whittle_local::{ChatRequest, GenerationParams, LocalModel, ToolSpec};
+use whittle_protocol::Message;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (model_path, prompts) = args.split_first().expect("MODEL.gguf PROMPT_FILE...");
+    let loading = Instant::now();
+    let mut m = LocalModel::load(model_path).unwrap_or_else(|e| panic!("{e}"));
+    let load_s = loading.elapsed().as_secs_f64();
+    let one = GenerationParams {
+        max_tokens: 1,
+        temperature: 0.0,
+        ..GenerationParams::default()
+    };
+    let mut pp = Vec::new();
+    for file in prompts {
+        let text = std::fs::read_to_string(file).unwrap();
+        m.reset_cache();
+        let g = m
+            .generate(&text, &one, &mut |_| ControlFlow::Continue(()))
+            .unwrap();
+        let rate = g.timings.prompt_tokens_per_second(&g.usage).unwrap_or(0.0);
+        pp.push(format!(
+            "{{\"tokens\": {}, \"tokens_per_s\": {rate:.1}}}",
+            g.usage.prompt_tokens
+        ));
+    }
+    // Generation: greedy, 128 tokens after a short prompt.
+    let gen_params = GenerationParams {
+        max_tokens: 128,
+        temperature: 0.0,
+        repeat_penalty: 1.0,
+        ..GenerationParams::default()
+    };
+    m.reset_cache();
+    let g = m
+        .generate(
+            "Once upon a time, in a land far away, there lived a dragon who",
+            &gen_params,
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+    let tg = g
+        .timings
+        .generation_tokens_per_second(&g.usage)
+        .unwrap_or(0.0);
+    // An agent session: a long system prompt with ten tool schemas, then a second call
+    // that adds one short message. Time to the first generated text of the second call.
+    let tools: Vec<ToolSpec> = (0..10)
+        .map(|i| ToolSpec {
+            name: format!("tool_{i}"),
+            description: format!(
+                "Tool number {i}: reads, searches or edits files in the workspace. \
+                 Use it when the task needs it; it returns plain text. {}",
+                "It never touches files outside the workspace. ".repeat(6)
+            ),
+            input_schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "A path relative to the workspace root."},
+                    "pattern": {"type": "string", "description": "A regular expression to search for."},
+                    "limit": {"type": "integer", "description": "Most results to return."}
+                },
+                "required": ["path"]
+            }),
+        })
+        .collect();
+    let system = "You are whittle, a coding agent. ".repeat(40);
+    let short = GenerationParams {
+        max_tokens: 8,
+        temperature: 0.0,
+        ..GenerationParams::default()
+    };
+    let mut history = vec![Message::user("List the files in src.")];
+    m.reset_cache();
+    let request = ChatRequest {
+        system: &system,
+        messages: &history,
+        tools: &tools,
+    };
+    let first = m
+        .complete(&request, &short, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    history.push(Message::assistant(first.raw_text.clone()));
+    history.push(Message::user("Now say hi."));
+    let request = ChatRequest {
+        system: &system,
+        messages: &history,
+        tools: &tools,
+    };
+    let prompt = m.render(&request).unwrap();
+    let started = Instant::now();
+    let mut first_token = None;
+    let second = m
+        .generate(&prompt, &short, &mut |_| {
+            first_token.get_or_insert_with(|| started.elapsed().as_secs_f64());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    println!(
+        "{{\"load_s\": {load_s:.3}, \"pp\": [{}], \"tg_tokens\": {}, \"tg_tokens_per_s\": {tg:.1}, \
+         \"session_prompt_tokens\": {}, \"second_call_cached\": {}, \"second_call_prompt_tokens\": {}, \
+         \"second_call_first_token_s\": {:.3}}}",
+        pp.join(", "),
+        g.usage.completion_tokens,
+        first.usage.prompt_tokens,
+        second.usage.cached_prompt_tokens,
+        second.usage.prompt_tokens,
+        first_token.unwrap_or(f64::NAN),
+    );
+}

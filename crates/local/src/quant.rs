@@ -1,0 +1,585 @@
+//! Weight blocks as stored in the GGUF file (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) and their dot
+//! products with 8-bit activations, read in place: no weight is ever expanded to f32.
+//!
+//! Activations are quantized per 32 values ([`XBlock`]: f32 scale, the scaled sum of the
+//! block, 32 signed bytes), as llama.cpp's Q8_1. A weight block `w = d·q + m` (q unsigned,
+//! 0..15 for the 4-bit types) then contributes `d·dx·Σ q·xq + m·sx`: one integer dot
+//! product (`maddubs`, 32 products in one instruction) and two scalar multiply-adds.
+//!
+//! Every kernel computes one weight row against up to [`TILE`] activation rows, so a
+//! 4-bit block is unpacked once and used for every token of a prompt chunk: the same code
+//! serves decoding (one row, memory-bound) and prompt processing (compute-bound). The AVX2
+//! path is reached through `pulp`'s safe intrinsics; other CPUs use the scalar loop, which
+//! is also the reference the tests compare the AVX2 path against.
+//!
+//! f16 scales go through a 64 Ki-entry table: pulp exposes no safe F16C conversion, and a
+//! table lookup (hot in L1: a model uses few distinct scales per row) costs one load.
+
+#[cfg(target_arch = "x86_64")]
+use pulp::x86::V3;
+use std::sync::OnceLock;
+
+/// Values per activation block (and per Q4_0/Q4_1/Q8_0 block).
+pub(crate) const BLOCK: usize = 32;
+
+/// Values per Q4_K and Q6_K super-block.
+pub(crate) const SUPER: usize = 256;
+
+/// Most activation rows one kernel call handles.
+pub(crate) const TILE: usize = 8;
+
+/// 32 activations: value `i` is `d * qs[i]`; `s` is `d * Σ qs`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct XBlock {
+    pub(crate) d: f32,
+    pub(crate) s: f32,
+    pub(crate) qs: [i8; BLOCK],
+}
+
+/// The weight formats read in place, named as in GGUF (`QuantKind` outside the crate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    #[allow(missing_docs)]
+    Q4_0,
+    #[allow(missing_docs)]
+    Q4_1,
+    #[allow(missing_docs)]
+    Q8_0,
+    #[allow(missing_docs)]
+    Q4K,
+    #[allow(missing_docs)]
+    Q6K,
+}
+
+impl Kind {
+    /// Values per block.
+    pub fn block_values(self) -> usize {
+        match self {
+            Kind::Q4_0 | Kind::Q4_1 | Kind::Q8_0 => BLOCK,
+            Kind::Q4K | Kind::Q6K => SUPER,
+        }
+    }
+
+    /// Bytes per block.
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Kind::Q4_0 => 18,
+            Kind::Q4_1 => 20,
+            Kind::Q8_0 => 34,
+            Kind::Q4K => 144,
+            Kind::Q6K => 210,
+        }
+    }
+
+    /// Bytes of a row of `cols` values (`cols` a multiple of [`Kind::block_values`]).
+    pub(crate) fn row_bytes(self, cols: usize) -> usize {
+        cols / self.block_values() * self.block_bytes()
+    }
+}
+
+fn f16_table() -> &'static [f32] {
+    static TABLE: OnceLock<Vec<f32>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|bits| half::f16::from_bits(bits).to_f32())
+            .collect()
+    })
+}
+
+#[inline(always)]
+fn f16_at(table: &[f32], bytes: &[u8], at: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    table[usize::from(bits)]
+}
+
+/// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest.
+pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
+    for (block, x) in out.iter_mut().zip(x.chunks_exact(BLOCK)) {
+        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+        block.d = d;
+        let mut sum = 0i32;
+        for (q, v) in block.qs.iter_mut().zip(x) {
+            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+            sum += i32::from(*q);
+        }
+        block.s = d * sum as f32;
+    }
+}
+
+/// Q4_K's 6-bit scale and min of sub-block `j` (0..8), as ggml packs them.
+#[inline(always)]
+fn k4_scale_min(scales: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (scales[j] & 63, scales[j + 4] & 63)
+    } else {
+        (
+            (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4),
+            (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Writes the values of one row (`row` holds whole blocks of `kind`) into `out`.
+pub(crate) fn dequantize_row(kind: Kind, row: &[u8], out: &mut [f32]) {
+    let t = f16_table();
+    let blocks = row
+        .chunks_exact(kind.block_bytes())
+        .zip(out.chunks_exact_mut(kind.block_values()));
+    match kind {
+        Kind::Q4_0 | Kind::Q4_1 => {
+            for (b, out) in blocks {
+                let d = f16_at(t, b, 0);
+                let (m, qs) = match kind {
+                    Kind::Q4_1 => (f16_at(t, b, 2), &b[4..20]),
+                    _ => (-8.0 * d, &b[2..18]),
+                };
+                for (j, q) in qs.iter().enumerate() {
+                    out[j] = d * f32::from(q & 0xF) + m;
+                    out[j + 16] = d * f32::from(q >> 4) + m;
+                }
+            }
+        }
+        Kind::Q8_0 => {
+            for (b, out) in blocks {
+                let d = f16_at(t, b, 0);
+                for (o, q) in out.iter_mut().zip(&b[2..34]) {
+                    *o = d * f32::from(*q as i8);
+                }
+            }
+        }
+        Kind::Q4K => {
+            for (b, out) in blocks {
+                let (d, dmin) = (f16_at(t, b, 0), f16_at(t, b, 2));
+                let (scales, qs) = (&b[4..16], &b[16..144]);
+                for pair in 0..4 {
+                    let q = &qs[32 * pair..32 * pair + 32];
+                    for half in 0..2 {
+                        let (sc, mn) = k4_scale_min(scales, 2 * pair + half);
+                        let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
+                        let out = &mut out[64 * pair + 32 * half..][..32];
+                        for (o, q) in out.iter_mut().zip(q) {
+                            let v = if half == 0 { q & 0xF } else { q >> 4 };
+                            *o = dd * f32::from(v) - mm;
+                        }
+                    }
+                }
+            }
+        }
+        Kind::Q6K => {
+            for (b, out) in blocks {
+                let d = f16_at(t, b, 208);
+                for (h, out) in out.chunks_exact_mut(128).enumerate() {
+                    let (values, scales) = q6k_half(b, h);
+                    for (g, out) in out.chunks_exact_mut(32).enumerate() {
+                        for (l, o) in out.iter_mut().enumerate() {
+                            let sc = f32::from(scales[2 * g + l / 16]);
+                            *o = d * sc * f32::from(values[g][l]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Half `h` (0 or 1, 128 values) of a Q6_K block: four groups of 32 signed 6-bit values in
+/// order, and the eight scales of their 16-value halves.
+#[inline(always)]
+fn q6k_half(b: &[u8], h: usize) -> ([[i8; 32]; 4], [i8; 8]) {
+    let ql = &b[64 * h..64 * h + 64];
+    let qh = &b[128 + 32 * h..128 + 32 * h + 32];
+    let mut v = [[0i8; 32]; 4];
+    for l in 0..32 {
+        let hi = qh[l];
+        v[0][l] = ((ql[l] & 0xF) | ((hi & 3) << 4)) as i8 - 32;
+        v[1][l] = ((ql[l + 32] & 0xF) | (((hi >> 2) & 3) << 4)) as i8 - 32;
+        v[2][l] = ((ql[l] >> 4) | (((hi >> 4) & 3) << 4)) as i8 - 32;
+        v[3][l] = ((ql[l + 32] >> 4) | (((hi >> 6) & 3) << 4)) as i8 - 32;
+    }
+    let mut scales = [0i8; 8];
+    for (s, b) in scales.iter_mut().zip(&b[192 + 8 * h..200 + 8 * h]) {
+        *s = *b as i8;
+    }
+    (v, scales)
+}
+
+/// The AVX2 kernels, if this CPU has them (checked once).
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> Option<V3> {
+    static V3_AVAILABLE: OnceLock<Option<V3>> = OnceLock::new();
+    *V3_AVAILABLE.get_or_init(V3::try_new)
+}
+
+/// `out[t] = row · xs[t]` for every activation row in `xs` (at most [`TILE`]); `row` holds
+/// whole blocks of `kind`, each `xs[t]` as many values in [`XBlock`]s.
+pub(crate) fn dot_rows(kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2() {
+        simd.vectorize(|| avx2_kernels::dot_rows(simd, kind, row, xs, out));
+        return;
+    }
+    dot_rows_scalar(kind, row, xs, out);
+}
+
+/// The portable kernel (and the AVX2 kernel's reference in tests).
+pub(crate) fn dot_rows_scalar(kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
+    let mut w = vec![0i8; kind.block_values()];
+    let t = f16_table();
+    for o in out.iter_mut() {
+        *o = 0.0;
+    }
+    let idot = |w: &[i8], x: &[i8]| -> i32 {
+        w.iter()
+            .zip(x)
+            .map(|(a, b)| i32::from(*a) * i32::from(*b))
+            .sum()
+    };
+    for (bi, b) in row.chunks_exact(kind.block_bytes()).enumerate() {
+        match kind {
+            Kind::Q4_0 | Kind::Q4_1 | Kind::Q8_0 => {
+                let d = f16_at(t, b, 0);
+                let m = match kind {
+                    Kind::Q4_0 => -8.0 * d,
+                    Kind::Q4_1 => f16_at(t, b, 2),
+                    _ => 0.0,
+                };
+                match kind {
+                    Kind::Q8_0 => w.iter_mut().zip(&b[2..34]).for_each(|(w, q)| *w = *q as i8),
+                    _ => {
+                        let qs = if kind == Kind::Q4_1 {
+                            &b[4..20]
+                        } else {
+                            &b[2..18]
+                        };
+                        for (j, q) in qs.iter().enumerate() {
+                            w[j] = (q & 0xF) as i8;
+                            w[j + 16] = (q >> 4) as i8;
+                        }
+                    }
+                }
+                for (o, x) in out.iter_mut().zip(xs) {
+                    let x = &x[bi];
+                    *o += d * x.d * idot(&w, &x.qs) as f32 + m * x.s;
+                }
+            }
+            Kind::Q4K => {
+                let (d, dmin) = (f16_at(t, b, 0), f16_at(t, b, 2));
+                for sub in 0..8 {
+                    let (sc, mn) = k4_scale_min(&b[4..16], sub);
+                    let q = &b[16 + 32 * (sub / 2)..][..32];
+                    for (w, q) in w.iter_mut().zip(q) {
+                        *w = if sub % 2 == 0 { q & 0xF } else { q >> 4 } as i8;
+                    }
+                    let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
+                    for (o, x) in out.iter_mut().zip(xs) {
+                        let x = &x[bi * 8 + sub];
+                        *o += dd * x.d * idot(&w[..32], &x.qs) as f32 - mm * x.s;
+                    }
+                }
+            }
+            Kind::Q6K => {
+                let d = f16_at(t, b, 208);
+                for h in 0..2 {
+                    let (values, scales) = q6k_half(b, h);
+                    for (g, v) in values.iter().enumerate() {
+                        let (s0, s1) = (f32::from(scales[2 * g]), f32::from(scales[2 * g + 1]));
+                        for (o, x) in out.iter_mut().zip(xs) {
+                            let x = &x[bi * 8 + h * 4 + g];
+                            let lo = idot(&v[..16], &x.qs[..16]) as f32;
+                            let hi = idot(&v[16..], &x.qs[16..]) as f32;
+                            *o += d * x.d * (s0 * lo + s1 * hi);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2_kernels {
+    //! Written without closures: a closure inside `vectorize` would be compiled without
+    //! AVX2 and every intrinsic in it would become a call.
+
+    use super::{Kind, TILE, XBlock, f16_at, f16_table, k4_scale_min};
+    use pulp::bytemuck::cast;
+    use pulp::x86::V3;
+    use std::arch::x86_64::{__m128i, __m256, __m256i};
+
+    #[inline(always)]
+    fn load32(b: &[u8]) -> __m256i {
+        let mut a = [0u8; 32];
+        a.copy_from_slice(&b[..32]);
+        cast(a)
+    }
+
+    #[inline(always)]
+    fn load16(b: &[u8]) -> __m128i {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&b[..16]);
+        cast(a)
+    }
+
+    /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones.
+    #[inline(always)]
+    fn unpack_nibbles(simd: V3, q: __m128i) -> __m256i {
+        let mask = simd.sse2._mm_set1_epi8(0xF);
+        let lo = simd.sse2._mm_and_si128(q, mask);
+        let hi = simd
+            .sse2
+            ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), mask);
+        simd.avx._mm256_set_m128i(hi, lo)
+    }
+
+    /// Eight i32 partial sums of `Σ w·x` for unsigned `w` (< 128) and signed `x`, as f32.
+    #[inline(always)]
+    fn udot(simd: V3, w: __m256i, x: __m256i) -> __m256 {
+        let pairs = simd.avx2._mm256_maddubs_epi16(w, x);
+        let quads = simd
+            .avx2
+            ._mm256_madd_epi16(pairs, simd.avx._mm256_set1_epi16(1));
+        simd.avx._mm256_cvtepi32_ps(quads)
+    }
+
+    /// The same for signed `w` (not -128).
+    #[inline(always)]
+    fn sdot(simd: V3, w: __m256i, x: __m256i) -> __m256 {
+        let abs_w = simd.avx2._mm256_sign_epi8(w, w);
+        let signed_x = simd.avx2._mm256_sign_epi8(x, w);
+        udot(simd, abs_w, signed_x)
+    }
+
+    /// Bits `shift..shift + 2` of every byte of `qh`, moved to bits 4..6.
+    #[inline(always)]
+    fn q6_high(simd: V3, qh: __m256i, m3: __m256i, shift: i32) -> __m256i {
+        let s = match shift {
+            0 => qh,
+            2 => simd.avx2._mm256_srli_epi16::<2>(qh),
+            4 => simd.avx2._mm256_srli_epi16::<4>(qh),
+            _ => simd.avx2._mm256_srli_epi16::<6>(qh),
+        };
+        simd.avx2
+            ._mm256_slli_epi16::<4>(simd.avx2._mm256_and_si256(s, m3))
+    }
+
+    #[inline(always)]
+    fn hsum(simd: V3, v: __m256) -> f32 {
+        let lanes: [f32; 8] = cast(v);
+        let _ = simd;
+        let mut s = 0f32;
+        for l in lanes {
+            s += l;
+        }
+        s
+    }
+
+    #[inline(always)]
+    pub(super) fn dot_rows(simd: V3, kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
+        let n = xs.len().min(TILE).min(out.len());
+        let t = f16_table();
+        let zero = simd.avx._mm256_setzero_ps();
+        let mut acc = [zero; TILE];
+        let mut mins = [0f32; TILE];
+        let (acc, mins) = (&mut acc[..n], &mut mins[..n]);
+        let xs = &xs[..n];
+        match kind {
+            Kind::Q4_0 | Kind::Q4_1 => {
+                let (bytes, qs_at) = if kind == Kind::Q4_1 { (20, 4) } else { (18, 2) };
+                for (bi, b) in row.chunks_exact(bytes).enumerate() {
+                    let d = f16_at(t, b, 0);
+                    let m = if kind == Kind::Q4_1 {
+                        f16_at(t, b, 2)
+                    } else {
+                        -8.0 * d
+                    };
+                    let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+                    for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
+                        let x = &x[bi];
+                        let p = udot(simd, w, cast(x.qs));
+                        *acc = simd
+                            .fma
+                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
+                        *min += m * x.s;
+                    }
+                }
+            }
+            Kind::Q8_0 => {
+                for (bi, b) in row.chunks_exact(34).enumerate() {
+                    let d = f16_at(t, b, 0);
+                    let w = load32(&b[2..]);
+                    for (acc, x) in acc.iter_mut().zip(xs) {
+                        let x = &x[bi];
+                        let p = sdot(simd, w, cast(x.qs));
+                        *acc = simd
+                            .fma
+                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
+                    }
+                }
+            }
+            Kind::Q4K => {
+                let mask = simd.avx._mm256_set1_epi8(0xF);
+                for (bi, b) in row.chunks_exact(144).enumerate() {
+                    let (d, dmin) = (f16_at(t, b, 0), f16_at(t, b, 2));
+                    let scales = &b[4..16];
+                    for pair in 0..4 {
+                        let q = load32(&b[16 + 32 * pair..]);
+                        let halves = [
+                            simd.avx2._mm256_and_si256(q, mask),
+                            simd.avx2
+                                ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(q), mask),
+                        ];
+                        for (h, w) in halves.into_iter().enumerate() {
+                            let sub = 2 * pair + h;
+                            let (sc, mn) = k4_scale_min(scales, sub);
+                            let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
+                            for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
+                                let x = &x[bi * 8 + sub];
+                                let p = udot(simd, w, cast(x.qs));
+                                *acc = simd.fma._mm256_fmadd_ps(
+                                    simd.avx._mm256_set1_ps(dd * x.d),
+                                    p,
+                                    *acc,
+                                );
+                                *min -= mm * x.s;
+                            }
+                        }
+                    }
+                }
+            }
+            Kind::Q6K => {
+                let m4 = simd.avx._mm256_set1_epi8(0xF);
+                let m3 = simd.avx._mm256_set1_epi8(3);
+                let m32 = simd.avx._mm256_set1_epi8(32);
+                for (bi, b) in row.chunks_exact(210).enumerate() {
+                    let d = f16_at(t, b, 208);
+                    for h in 0..2 {
+                        let ql0 = load32(&b[64 * h..]);
+                        let ql1 = load32(&b[64 * h + 32..]);
+                        let qh = load32(&b[128 + 32 * h..]);
+                        let groups = [
+                            simd.avx2._mm256_or_si256(
+                                simd.avx2._mm256_and_si256(ql0, m4),
+                                q6_high(simd, qh, m3, 0),
+                            ),
+                            simd.avx2._mm256_or_si256(
+                                simd.avx2._mm256_and_si256(ql1, m4),
+                                q6_high(simd, qh, m3, 2),
+                            ),
+                            simd.avx2._mm256_or_si256(
+                                simd.avx2
+                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql0), m4),
+                                q6_high(simd, qh, m3, 4),
+                            ),
+                            simd.avx2._mm256_or_si256(
+                                simd.avx2
+                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql1), m4),
+                                q6_high(simd, qh, m3, 6),
+                            ),
+                        ];
+                        let sc = &b[192 + 8 * h..200 + 8 * h];
+                        for (g, q) in groups.into_iter().enumerate() {
+                            let w = simd.avx2._mm256_sub_epi8(q, m32);
+                            let (s0, s1) = (
+                                d * f32::from(sc[2 * g] as i8),
+                                d * f32::from(sc[2 * g + 1] as i8),
+                            );
+                            for (acc, x) in acc.iter_mut().zip(xs) {
+                                let x = &x[bi * 8 + h * 4 + g];
+                                let p = sdot(simd, w, cast(x.qs));
+                                let (a, c) = (s0 * x.d, s1 * x.d);
+                                let scale = simd.avx._mm256_setr_ps(a, a, a, a, c, c, c, c);
+                                *acc = simd.fma._mm256_fmadd_ps(scale, p, *acc);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for ((o, acc), min) in out.iter_mut().zip(acc.iter()).zip(mins.iter()) {
+            *o = hsum(simd, *acc) + min;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KINDS: [Kind; 5] = [Kind::Q4_0, Kind::Q4_1, Kind::Q8_0, Kind::Q4K, Kind::Q6K];
+
+    /// Random quants with small f16 scales (random scale bytes could be NaN).
+    fn row(kind: Kind, bytes: &[u8], scale: f32) -> Vec<u8> {
+        let mut out = bytes[..2 * kind.block_bytes()].to_vec();
+        let at: &[usize] = match kind {
+            Kind::Q4_0 | Kind::Q8_0 => &[0],
+            Kind::Q4_1 | Kind::Q4K => &[0, 2],
+            Kind::Q6K => &[208],
+        };
+        let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
+        for block in out.chunks_exact_mut(kind.block_bytes()) {
+            for &a in at {
+                block[a..a + 2].copy_from_slice(&bits);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// The AVX2 kernels give the scalar kernel's results, for one to eight rows, and
+        /// the scalar kernel gives f32 arithmetic on the dequantized values.
+        #[test]
+        fn simd_scalar_and_dequantized_agree(
+            bytes in proptest::collection::vec(any::<u8>(), 2 * 210),
+            scale in -0.2f32..0.2,
+            x in proptest::collection::vec(-2.0f32..2.0, TILE * 2 * SUPER),
+            n in 1usize..=TILE,
+        ) {
+            for kind in KINDS {
+                let w = row(kind, &bytes, scale);
+                let cols = 2 * kind.block_values();
+                let mut xq = vec![XBlock::default(); TILE * cols / BLOCK];
+                quantize_into(&x[..TILE * cols], &mut xq);
+                let xs: Vec<&[XBlock]> = xq.chunks_exact(cols / BLOCK).take(n).collect();
+                let mut fast = vec![0f32; n];
+                let mut slow = vec![0f32; n];
+                dot_rows(kind, &w, &xs, &mut fast);
+                dot_rows_scalar(kind, &w, &xs, &mut slow);
+                let mut wf = vec![0f32; cols];
+                dequantize_row(kind, &w, &mut wf);
+                for t in 0..n {
+                    let mut xf = vec![0f32; cols];
+                    for (b, out) in xs[t].iter().zip(xf.chunks_exact_mut(BLOCK)) {
+                        for (o, q) in out.iter_mut().zip(b.qs) {
+                            *o = b.d * f32::from(q);
+                        }
+                    }
+                    let exact: f32 = wf.iter().zip(&xf).map(|(a, b)| a * b).sum();
+                    let size: f32 = wf.iter().zip(&xf).map(|(a, b)| (a * b).abs()).sum();
+                    let tol = 1e-4 * (1.0 + size);
+                    prop_assert!((fast[t] - slow[t]).abs() <= tol, "{kind:?}: {} vs {}", fast[t], slow[t]);
+                    prop_assert!((slow[t] - exact).abs() <= tol, "{kind:?}: {} vs {exact}", slow[t]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn activation_blocks_carry_their_sum() {
+        let x: Vec<f32> = (0..64).map(|i| (i as f32 - 30.0) / 7.0).collect();
+        let mut q = vec![XBlock::default(); 2];
+        quantize_into(&x, &mut q);
+        for (b, x) in q.iter().zip(x.chunks(BLOCK)) {
+            let s: f32 = b.qs.iter().map(|v| b.d * f32::from(*v)).sum();
+            assert!((b.s - s).abs() < 1e-4);
+            for (v, q) in x.iter().zip(b.qs) {
+                assert!((v - b.d * f32::from(q)).abs() <= b.d / 2.0 + 1e-6);
+            }
+        }
+        let mut zero = [XBlock::default()];
+        quantize_into(&[0.0; 32], &mut zero);
+        assert_eq!(zero[0], XBlock::default());
+    }
+}
