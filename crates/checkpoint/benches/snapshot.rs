@@ -1,0 +1,2 @@
+//! Placeholder replaced by the real benchmark in the next commit.
+fn main() {}
