@@ -38,17 +38,26 @@ pub(crate) struct CacheEntry {
     pub id: ObjectId,
 }
 
-/// A file changed within this long of being read may change again without
-/// its mtime moving (coarse timestamps: the kernel's clock tick, 1-2 s on
-/// some filesystems): such "racily clean" entries are read again, as git
-/// does for entries as new as its index.
-const RACY_NS: i64 = 2_000_000_000;
+/// A file changed again within the same timestamp tick as the mtime
+/// recorded keeps that mtime, so an entry is trusted only when its mtime
+/// is older than the moment it was read by more than a tick, as git
+/// trusts only entries older than its index. The kernel stamps files from
+/// a coarse clock (a jiffy, at most 10 ms); a filesystem with whole-second
+/// stamps (FAT, HFS+, some network mounts) shows a nanosecond field of 0
+/// and gets two seconds.
+const FINE_TICK_NS: i64 = 50_000_000;
+const COARSE_TICK_NS: i64 = 2_000_000_000;
 
 impl CacheEntry {
     pub(crate) fn still_valid(&self, now: &Stat) -> bool {
         // Only the mtime can be racy: a change of content moves it, and a
         // tool resetting it (touch -d) moves the ctime, which must match.
-        self.stat == *now && self.stat.mtime_ns + RACY_NS < self.checked_ns
+        let tick = if self.stat.mtime_ns % 1_000_000_000 == 0 {
+            COARSE_TICK_NS
+        } else {
+            FINE_TICK_NS
+        };
+        self.stat == *now && self.stat.mtime_ns + tick < self.checked_ns
     }
 }
 

@@ -63,7 +63,7 @@ fn a_racily_clean_file_is_read_again() {
     write(root, "a.txt", "aaaa\n");
     let mut s = store(root);
     s.snapshot(None).unwrap();
-    // Same size, same second: only reading it again can tell.
+    // Rewritten at once after the snapshot: read again, never trusted.
     write(root, "a.txt", "bbbb\n");
     let second = s.snapshot(None).unwrap();
     assert_eq!(second.stat.files_changed, 1);
