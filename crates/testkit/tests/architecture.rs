@@ -29,6 +29,11 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         "confines processes; it knows nothing of models, tools or the agent",
     ),
     (
+        "whittle-checkpoint",
+        &[],
+        "snapshots and restores a workspace's files; it knows nothing of tools, sessions or the agent",
+    ),
+    (
         "whittle-context",
         &["whittle-protocol", "whittle-shell"],
         "the compaction core: no network, no async, no provider",

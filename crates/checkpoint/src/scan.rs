@@ -1,0 +1,410 @@
+//! One pass over the workspace: stat every file, read only those the stat
+//! cache cannot vouch for, store new objects, and build one tree per
+//! directory bottom-up.
+
+use crate::cache::{CacheEntry, Stat};
+use crate::error::CheckpointError;
+use crate::hash::ObjectId;
+use crate::objects::Objects;
+use crate::tree::{Entry, Kind, Tree};
+use crate::untracked::{Untracked, UntrackedReason};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::{self, File, FileType};
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What one snapshot's pass over the workspace cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanStats {
+    /// Files and symlinks held by the checkpoint.
+    pub files: u64,
+    /// Files whose content was read and hashed (the stat cache could not
+    /// vouch for them): after a small change, about that many.
+    pub files_hashed: u64,
+    /// Bytes read to hash them.
+    pub bytes_hashed: u64,
+    /// New objects written to the store (files, links, trees).
+    pub objects_written: u64,
+    /// Bytes those objects take.
+    pub bytes_written: u64,
+}
+
+impl ScanStats {
+    fn add(&mut self, other: &ScanStats) {
+        self.files += other.files;
+        self.files_hashed += other.files_hashed;
+        self.bytes_hashed += other.bytes_hashed;
+        self.objects_written += other.objects_written;
+        self.bytes_written += other.bytes_written;
+    }
+}
+
+/// The workspace as one snapshot saw it.
+pub(crate) struct Scan {
+    pub root: ObjectId,
+    pub untracked: Vec<Untracked>,
+    pub cache: HashMap<Vec<u8>, CacheEntry>,
+    pub stats: ScanStats,
+}
+
+pub(crate) struct Scanner<'a> {
+    pub root: &'a Path,
+    pub objects: &'a Objects,
+    pub cache: &'a HashMap<Vec<u8>, CacheEntry>,
+    pub max_file_size: u64,
+}
+
+/// The `.gitignore` files that apply to a directory, nearest first.
+struct Ignores {
+    matcher: Gitignore,
+    parent: Option<Arc<Ignores>>,
+}
+
+fn is_ignored(ignores: &Option<Arc<Ignores>>, path: &Path, is_dir: bool) -> bool {
+    let mut node = ignores.as_deref();
+    while let Some(n) = node {
+        let m = n.matcher.matched(path, is_dir);
+        if m.is_ignore() {
+            return true;
+        }
+        if m.is_whitelist() {
+            return false;
+        }
+        node = n.parent.as_deref();
+    }
+    false
+}
+
+#[derive(Default)]
+struct DirOut {
+    id: Option<ObjectId>,
+    untracked: Vec<Untracked>,
+    cache: Vec<(Vec<u8>, CacheEntry)>,
+    stats: ScanStats,
+}
+
+enum Outcome {
+    Skip,
+    Tracked(Entry),
+    Untracked(Untracked),
+}
+
+fn join_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    if rel.is_empty() {
+        return name.to_vec();
+    }
+    let mut out = Vec::with_capacity(rel.len() + 1 + name.len());
+    out.extend_from_slice(rel);
+    out.push(b'/');
+    out.extend_from_slice(name);
+    out
+}
+
+pub(crate) fn rel_path(rel: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(rel))
+}
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+impl Scanner<'_> {
+    pub(crate) fn run(&self) -> Result<Scan, CheckpointError> {
+        let mut root_ignores = GitignoreBuilder::new(self.root);
+        let exclude = self.root.join(".git/info/exclude");
+        let mut have_exclude = false;
+        if fs::symlink_metadata(self.root.join(".git")).is_ok_and(|m| m.is_dir())
+            && fs::symlink_metadata(&exclude).is_ok_and(|m| m.is_file())
+        {
+            // A malformed line is skipped; the others still apply.
+            let _ = root_ignores.add(&exclude);
+            have_exclude = true;
+        }
+        let ignores = if have_exclude {
+            root_ignores.build().ok().map(|matcher| {
+                Arc::new(Ignores {
+                    matcher,
+                    parent: None,
+                })
+            })
+        } else {
+            None
+        };
+        let out =
+            self.dir(self.root, &[], &ignores)?
+                .ok_or_else(|| match fs::read_dir(self.root) {
+                    Err(e) => CheckpointError::workspace(self.root)(e),
+                    Ok(_) => CheckpointError::Workspace {
+                        path: self.root.to_path_buf(),
+                        source: io::Error::other("could not be read"),
+                    },
+                })?;
+        let mut untracked = out.untracked;
+        untracked.sort();
+        Ok(Scan {
+            root: out
+                .id
+                .ok_or_else(|| CheckpointError::Corrupt("no root tree".into()))?,
+            untracked,
+            cache: out.cache.into_iter().collect(),
+            stats: out.stats,
+        })
+    }
+
+    /// Scans one directory; `None` when it cannot be read (the parent lists
+    /// it as unreadable). Only store failures are errors.
+    fn dir(
+        &self,
+        abs: &Path,
+        rel: &[u8],
+        parent_ignores: &Option<Arc<Ignores>>,
+    ) -> Result<Option<DirOut>, CheckpointError> {
+        let Ok(read) = fs::read_dir(abs) else {
+            return Ok(None);
+        };
+        let mut children: Vec<(Vec<u8>, FileType)> = Vec::new();
+        for entry in read {
+            let Ok(entry) = entry else { return Ok(None) };
+            let Ok(ft) = entry.file_type() else {
+                continue;
+            };
+            children.push((entry.file_name().as_bytes().to_vec(), ft));
+        }
+        children.sort_by(|a, b| a.0.cmp(&b.0));
+
+        let mut ignores = parent_ignores.clone();
+        if children
+            .iter()
+            .any(|(n, ft)| n == b".gitignore" && ft.is_file())
+        {
+            let mut builder = GitignoreBuilder::new(abs);
+            let _ = builder.add(abs.join(".gitignore"));
+            if let Ok(matcher) = builder.build() {
+                ignores = Some(Arc::new(Ignores {
+                    matcher,
+                    parent: parent_ignores.clone(),
+                }));
+            }
+        }
+
+        let results: Vec<Result<(Outcome, DirOut), CheckpointError>> = children
+            .par_iter()
+            .map(|(name, ft)| self.child(abs, rel, name, *ft, &ignores))
+            .collect();
+        let mut out = DirOut::default();
+        let mut tree = Tree::default();
+        for r in results {
+            let (outcome, sub) = r?;
+            out.untracked.extend(sub.untracked);
+            out.cache.extend(sub.cache);
+            out.stats.add(&sub.stats);
+            match outcome {
+                Outcome::Skip => {}
+                Outcome::Tracked(e) => tree.entries.push(e),
+                Outcome::Untracked(u) => out.untracked.push(u),
+            }
+        }
+        let (id, written) = self.objects.write(&tree.encode())?;
+        if written > 0 {
+            out.stats.objects_written += 1;
+            out.stats.bytes_written += written;
+        }
+        out.id = Some(id);
+        Ok(Some(out))
+    }
+
+    fn child(
+        &self,
+        dir_abs: &Path,
+        dir_rel: &[u8],
+        name: &[u8],
+        ft: FileType,
+        ignores: &Option<Arc<Ignores>>,
+    ) -> Result<(Outcome, DirOut), CheckpointError> {
+        let mut sub = DirOut::default();
+        if name == b".git" || (dir_rel.is_empty() && name == b".whittle") {
+            return Ok((Outcome::Skip, sub));
+        }
+        let abs = dir_abs.join(OsStr::from_bytes(name));
+        let rel = join_rel(dir_rel, name);
+        let untracked = |reason| {
+            Outcome::Untracked(Untracked {
+                path: rel_path(&rel),
+                reason,
+            })
+        };
+        if is_ignored(ignores, &abs, ft.is_dir()) {
+            return Ok((untracked(UntrackedReason::Ignored), sub));
+        }
+        if ft.is_dir() {
+            let Ok(meta) = fs::symlink_metadata(&abs) else {
+                return Ok((untracked(UntrackedReason::Unreadable), sub));
+            };
+            return Ok(match self.dir(&abs, &rel, ignores)? {
+                None => (untracked(UntrackedReason::Unreadable), sub),
+                Some(d) => {
+                    let entry = Entry {
+                        name: name.to_vec(),
+                        kind: Kind::Dir,
+                        mode: std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+                        id: d.id.unwrap_or(ObjectId([0; 32])),
+                    };
+                    (Outcome::Tracked(entry), d)
+                }
+            });
+        }
+        if ft.is_symlink() {
+            let Ok(target) = fs::read_link(&abs) else {
+                return Ok((untracked(UntrackedReason::Unreadable), sub));
+            };
+            let (id, written) = self.objects.write(target.as_os_str().as_bytes())?;
+            sub.stats.files += 1;
+            if written > 0 {
+                sub.stats.objects_written += 1;
+                sub.stats.bytes_written += written;
+            }
+            let entry = Entry {
+                name: name.to_vec(),
+                kind: Kind::Symlink,
+                mode: 0,
+                id,
+            };
+            return Ok((Outcome::Tracked(entry), sub));
+        }
+        if ft.is_fifo() || ft.is_socket() || ft.is_block_device() || ft.is_char_device() {
+            return Ok((untracked(UntrackedReason::Special), sub));
+        }
+        let Ok(meta) = fs::symlink_metadata(&abs) else {
+            return Ok((untracked(UntrackedReason::Unreadable), sub));
+        };
+        if !meta.is_file() {
+            return Ok((untracked(UntrackedReason::Special), sub));
+        }
+        if meta.len() > self.max_file_size {
+            return Ok((untracked(UntrackedReason::TooLarge), sub));
+        }
+        let stat = Stat::of(&meta);
+        if let Some(hit) = self.cache.get(&rel)
+            && hit.still_valid(&stat)
+            && self.objects.contains(&hit.id)
+        {
+            sub.stats.files += 1;
+            sub.cache.push((rel, *hit));
+            let entry = Entry {
+                name: name.to_vec(),
+                kind: Kind::File,
+                mode: stat.mode & 0o777,
+                id: hit.id,
+            };
+            return Ok((Outcome::Tracked(entry), sub));
+        }
+        let read = match read_stable(&abs, self.max_file_size) {
+            Ok(Read_::Content(r)) => r,
+            Ok(Read_::TooLarge) => return Ok((untracked(UntrackedReason::TooLarge), sub)),
+            Ok(Read_::NotRegular) => return Ok((untracked(UntrackedReason::Special), sub)),
+            Err(_) => return Ok((untracked(UntrackedReason::Unreadable), sub)),
+        };
+        let (id, written) = self.objects.write(&read.bytes)?;
+        sub.stats.files += 1;
+        sub.stats.files_hashed += 1;
+        sub.stats.bytes_hashed += read.bytes.len() as u64;
+        if written > 0 {
+            sub.stats.objects_written += 1;
+            sub.stats.bytes_written += written;
+        }
+        if read.stable {
+            sub.cache.push((
+                rel,
+                CacheEntry {
+                    stat: read.stat,
+                    checked_ns: read.checked_ns,
+                    id,
+                },
+            ));
+        }
+        let entry = Entry {
+            name: name.to_vec(),
+            kind: Kind::File,
+            mode: read.stat.mode & 0o777,
+            id,
+        };
+        Ok((Outcome::Tracked(entry), sub))
+    }
+}
+
+struct FileRead {
+    bytes: Vec<u8>,
+    stat: Stat,
+    checked_ns: i64,
+    /// The file did not change while it was read: its stat may vouch for
+    /// this content next time.
+    stable: bool,
+}
+
+enum Read_ {
+    Content(FileRead),
+    TooLarge,
+    NotRegular,
+}
+
+/// Reads a regular file without following a symlink or blocking on a FIFO
+/// swapped in after the directory was listed; a file that changes while
+/// read is read again (a few times), then taken as read but not cached.
+fn read_stable(path: &Path, cap: u64) -> io::Result<Read_> {
+    let mut last = None;
+    for _ in 0..3 {
+        let checked_ns = now_ns();
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)?;
+        let before = file.metadata()?;
+        if !before.is_file() {
+            return Ok(Read_::NotRegular);
+        }
+        if before.len() > cap {
+            return Ok(Read_::TooLarge);
+        }
+        let mut bytes = Vec::with_capacity(before.len() as usize);
+        Read::by_ref(&mut file)
+            .take(cap + 1)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > cap {
+            return Ok(Read_::TooLarge);
+        }
+        let stat = Stat::of(&before);
+        let after = Stat::of(&file.metadata()?);
+        let stable = stat == after && bytes.len() as u64 == stat.size && same_path(&file, path);
+        let read = FileRead {
+            bytes,
+            stat,
+            checked_ns,
+            stable,
+        };
+        if stable {
+            return Ok(Read_::Content(read));
+        }
+        last = Some(read);
+    }
+    last.map(Read_::Content)
+        .ok_or_else(|| io::Error::other("file changed while read"))
+}
+
+/// The path still names the file that was read (not replaced by rename).
+fn same_path(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}

@@ -1,0 +1,12 @@
+//! Every integration test of whittle-checkpoint in one binary, so the
+//! suite links once: a module per concern.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+mod concurrent;
+mod diff_gc;
+mod hostile;
+mod incremental;
+mod props;
+mod scenario;
+mod untracked;
