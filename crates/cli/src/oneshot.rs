@@ -23,12 +23,21 @@ struct OneShotSink {
     format: OutputFormat,
     renderer: Renderer,
     compactions: Vec<StepReport>,
+    /// The checkpoints the run made, as the result lists them.
+    checkpoints: Vec<Value>,
 }
 
 impl EventSink for OneShotSink {
     fn on_event(&mut self, event: AgentEvent) {
         if let AgentEvent::Compaction(r) = &event {
             self.compactions.push(r.clone());
+        }
+        if let AgentEvent::Checkpoint { .. } = &event
+            && let Some(mut line) = event_json(&event)
+            && let Some(fields) = line.as_object_mut()
+        {
+            fields.remove("type");
+            self.checkpoints.push(line);
         }
         match self.format {
             OutputFormat::Text => self.renderer.on_event(event),
@@ -114,6 +123,7 @@ pub async fn run(
         format,
         renderer: Renderer::new(&settings.workspace, true),
         compactions: Vec::new(),
+        checkpoints: Vec::new(),
     };
     let before = session.agent.usage();
     let outcome = run_turn(
@@ -146,6 +156,7 @@ pub async fn run(
                 "usage": usage_json(&usage),
                 "cost_usd": usage.cost_usd(&session.prices()),
                 "compactions": sink.compactions.iter().map(report_json).collect::<Vec<_>>(),
+                "checkpoints": sink.checkpoints,
             });
             print_json_line(&result);
         }
