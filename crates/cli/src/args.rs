@@ -36,6 +36,15 @@ Examples:
   whittle --preset teaching                 tiny character limits: watch every compaction step
   whittle replay ~/.claude/projects/myproj  measure compaction policies on recorded sessions
   whittle report .whittle/sessions          the same as an HTML page of charts (report.html)
+  whittle rewind --list                     checkpoints of the newest session; --to ID restores one
+  whittle diff                              what the newest session changed in the files
+
+Checkpoints: before the first tool of a turn that may write and after each one
+(in every permission mode, -p too) whittle saves the workspace's files in
+.whittle/checkpoints, so /rewind (or `whittle rewind`) can put the files, the
+conversation, or both back as they were. Ignored paths, files over 16 MiB and
+special files are not kept and are left alone; .git is never touched. Not in
+your home folder or /. `whittle checkpoint gc` prunes old ones (30 days, 2 GB).
 
 Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
   anthropic:NAME   Anthropic API; needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
@@ -69,7 +78,7 @@ Project instructions: AGENTS.md (or CLAUDE.md) in each folder from the git root
 down to the workspace, then ~/.config/whittle/AGENTS.md, go into the system prompt.
 
 In the REPL: /help lists the slash commands (/compact, /uncompact, /context,
-/cost, /report, /clear, /sessions, /sandbox, /quit). After each turn a dim status line shows the
+/cost, /report, /rewind, /diff, /clear, /sessions, /sandbox, /quit). After each turn a dim status line shows the
 context used (tokens and % of the window, with the compaction threshold), the
 session's cost and the compaction of that turn, if any (--no-status or
 status_line = false turns it off). Ctrl-C stops the running turn, Ctrl-D quits.
@@ -297,6 +306,105 @@ Examples:
 
 A stdio server's stderr goes to .whittle/mcp/NAME.log.")]
     Mcp(McpArgs),
+
+    /// Put the workspace's files, the conversation, or both back as they
+    /// were at a checkpoint of a session (the REPL's /rewind, scriptable).
+    #[command(after_help = REWIND_HELP)]
+    Rewind(RewindArgs),
+
+    /// What a session changed in the workspace: a unified diff from its
+    /// first checkpoint (or --since ID) to the files now.
+    Diff(DiffArgs),
+
+    /// The checkpoint store in .whittle/checkpoints.
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
+}
+
+const REWIND_HELP: &str = "\
+Examples:
+  whittle rewind --list                     this workspace's newest session's checkpoints
+  whittle rewind --list --json --session ID
+  whittle rewind --to 0196f3a2b4c1d9e7 --yes          files and conversation
+  whittle rewind --to 0196f3a2b4c1d9e7 --code --yes   files only
+  whittle --continue                        then go on with the rewound conversation
+
+A checkpoint is made before the first tool of a turn that may write (its
+tool_call_id is null) and after each such tool (bash, write_file, edit_file,
+MCP tools not marked read-only). A rewind first saves the files as they are,
+so it can itself be undone (its checkpoint is listed too).
+
+What is kept: every file of the workspace that .gitignore does not ignore, with
+its mode, symlinks and folders. Not kept, and left alone by a rewind (which
+names them): ignored paths (target/, node_modules/, ...), files over 16 MiB,
+FIFOs, sockets and devices. A .git folder is never read or written, so a
+rewind leaves your repository, index and branches as they are.";
+
+/// `whittle rewind ...`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// The workspace (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// List the session's checkpoints (newest first; oldest first in --json).
+    #[arg(long, conflicts_with = "to")]
+    pub list: bool,
+    /// With --list: a JSON array of {id, session, time, unix_ms,
+    /// tool_call_id, tool, files_changed, insertions, deletions, note}.
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// The session (an id or a prefix of one); default: the newest in this
+    /// workspace, as --continue picks it.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The checkpoint to go back to.
+    #[arg(long, value_name = "ID", required_unless_present = "list")]
+    pub to: Option<String>,
+    /// Only the files.
+    #[arg(long, conflicts_with = "conversation")]
+    pub code: bool,
+    /// Only the conversation (the next --continue resumes it).
+    #[arg(long)]
+    pub conversation: bool,
+    /// Do not ask before restoring.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `whittle diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The workspace (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The checkpoint to diff from; default: the session's first.
+    #[arg(long, value_name = "ID")]
+    pub since: Option<String>,
+    /// The session (an id or a prefix); default: the newest here.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+/// `whittle checkpoint ...`.
+#[derive(Debug, Subcommand)]
+pub enum CheckpointCommand {
+    /// Prune old checkpoints and the files only they held. The agent runs
+    /// this with the defaults at most once a day, at a session's start.
+    Gc(GcArgs),
+}
+
+/// `whittle checkpoint gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// The workspace (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Keep at most this many bytes of stored files (default 2 GB).
+    #[arg(long, value_name = "N", default_value_t = 2_000_000_000)]
+    pub max_bytes: u64,
+    /// Prune checkpoints older than this many days (default 30).
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub max_age: u64,
 }
 
 /// `whittle mcp ...`.

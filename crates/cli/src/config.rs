@@ -155,7 +155,7 @@ pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow
     Ok(settings)
 }
 
-fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn workspace(cwd: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = match cwd {
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().context("cannot read the current folder")?,

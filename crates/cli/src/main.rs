@@ -17,6 +17,7 @@ mod replay_cmd;
 mod replay_run;
 mod replay_table;
 mod report_cmd;
+mod rewind_cmd;
 mod sandbox_check;
 mod sandboxing;
 mod setup;
@@ -25,7 +26,7 @@ mod status_line;
 mod style;
 mod trust;
 
-use args::{Cli, Command, ModelCommand, SandboxCommand};
+use args::{CheckpointCommand, Cli, Command, ModelCommand, SandboxCommand};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -75,6 +76,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let rt = runtime()?;
             return rt.block_on(mcp_cmd::run(&args, &env));
         }
+        Some(Command::Rewind(args)) => return rewind_cmd::rewind(&args),
+        Some(Command::Diff(args)) => return rewind_cmd::diff(&args),
+        Some(Command::Checkpoint(CheckpointCommand::Gc(args))) => return rewind_cmd::gc(&args),
         None => {}
     }
     let args = cli.agent;

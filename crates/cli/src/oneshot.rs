@@ -27,6 +27,8 @@ struct OneShotSink {
     renderer: Renderer,
     compactions: Vec<StepReport>,
     tool_calls: usize,
+    /// The checkpoints the run made, as the result lists them.
+    checkpoints: Vec<Value>,
 }
 
 impl EventSink for OneShotSink {
@@ -35,6 +37,13 @@ impl EventSink for OneShotSink {
             AgentEvent::Compaction(r) => self.compactions.push(r.clone()),
             AgentEvent::ToolStart { .. } => self.tool_calls += 1,
             _ => {}
+        }
+        if let AgentEvent::Checkpoint { .. } = &event
+            && let Some(mut line) = event_json(&event)
+            && let Some(fields) = line.as_object_mut()
+        {
+            fields.remove("type");
+            self.checkpoints.push(line);
         }
         match self.format {
             OutputFormat::Text => self.renderer.on_event(event),
@@ -121,6 +130,7 @@ pub async fn run(
         renderer: Renderer::new(&settings.workspace, true),
         compactions: Vec::new(),
         tool_calls: 0,
+        checkpoints: Vec::new(),
     };
     let before = session.agent.usage();
     let outcome = run_turn(
@@ -172,6 +182,7 @@ pub async fn run(
                         "generation_tokens_per_second": stats.timings.generation_tokens_per_second(&stats.usage),
                     })
                 }),
+                "checkpoints": sink.checkpoints,
             });
             print_json_line(&result);
         }

@@ -413,6 +413,20 @@ pub fn event_json(e: &AgentEvent) -> Option<Value> {
         AgentEvent::Usage(u) => json!({"type": "usage", "usage": u}),
         AgentEvent::Todos(items) => json!({"type": "todos", "todos": items}),
         AgentEvent::Warning(w) => json!({"type": "warning", "message": w}),
+        AgentEvent::Checkpoint {
+            id,
+            tool_call_id,
+            files_changed,
+            insertions,
+            deletions,
+        } => json!({
+            "type": "checkpoint",
+            "id": id,
+            "tool_call_id": tool_call_id,
+            "files_changed": files_changed,
+            "insertions": insertions,
+            "deletions": deletions,
+        }),
         _ => return None,
     };
     Some(value)

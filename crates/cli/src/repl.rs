@@ -197,6 +197,22 @@ pub fn run(
             continue;
         }
         if let Some(command) = SlashCommand::parse(&text) {
+            if command == SlashCommand::Rewind {
+                if let Err(e) = session.ensure_logging() {
+                    renderer.error(&crate::render::error_line(&e));
+                    continue;
+                }
+                let mut ask = |prompt: &str| match input.read_one(prompt) {
+                    Ok(Read::Line(line)) => Some(line),
+                    _ => None,
+                };
+                let result =
+                    crate::rewind_cmd::repl_rewind(rt, &mut session.agent, &mut ask, &mut renderer);
+                if let Err(e) = result {
+                    renderer.error(&crate::render::error_line(&e));
+                }
+                continue;
+            }
             if slash(rt, &mut session, &mut renderer, settings, &slot, command) == Flow::Quit {
                 break;
             }
@@ -290,6 +306,13 @@ fn slash(
                 Err(e) => renderer.error(&crate::render::error_line(&e)),
             }
         }
+        SlashCommand::Diff => {
+            if let Err(e) = crate::rewind_cmd::repl_diff(agent, &settings.workspace) {
+                renderer.error(&crate::render::error_line(&e));
+            }
+        }
+        // Handled where the REPL can ask the person.
+        SlashCommand::Rewind => {}
         SlashCommand::Clear => match agent.clear() {
             Ok(()) => out_line("conversation cleared (the session log keeps everything)"),
             Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),

@@ -193,7 +193,8 @@ pub fn open(
         .with_policy(policy)
         .with_approver(approver)
         .with_hooks(hooks)
-        .with_usage_meter(usage);
+        .with_usage_meter(usage)
+        .with_checkpoints();
     let resumed = match session_to_resume(settings, args)? {
         Some(path) => {
             let resumed = agent.resume_session(&path)?;

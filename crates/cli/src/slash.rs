@@ -24,6 +24,10 @@ pub enum SlashCommand {
     Cost,
     /// `/report`.
     Report,
+    /// `/rewind`.
+    Rewind,
+    /// `/diff`.
+    Diff,
     /// `/clear`.
     Clear,
     /// `/sessions`.
@@ -52,6 +56,8 @@ impl SlashCommand {
             "context" => SlashCommand::Context,
             "cost" => SlashCommand::Cost,
             "report" => SlashCommand::Report,
+            "rewind" => SlashCommand::Rewind,
+            "diff" => SlashCommand::Diff,
             "clear" => SlashCommand::Clear,
             "sessions" => SlashCommand::Sessions,
             "sandbox" => SlashCommand::Sandbox,
@@ -70,6 +76,9 @@ Commands:
   /context          what fills the context window, by kind
   /cost             tokens used in this session and the estimated cost
   /report           write this session's report page (charts, compactions) and print its path
+  /rewind           put the files and/or the conversation back as they were at one of your
+                    messages or after a tool call that changed files (pick a number)
+  /diff             what this session changed in the files (since its first checkpoint)
   /clear            start over with an empty conversation (the session log keeps it all)
   /sessions         sessions in this workspace (continue one with `whittle --resume ID`)
   /sandbox          what commands may write and read, the network, and a self-test

@@ -80,8 +80,10 @@ pub use pipeline::{
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
 pub use session_log::{
-    INTERRUPTED_RESULT, OutputRef, SESSION_FORMAT, SessionError, SessionRecord, SessionState,
-    UNCOMPACT_STEP, log_form, parse_records, parse_session, read_session, repair_unanswered,
+    CheckpointMark, INTERRUPTED_RESULT, OutputRef, REWIND_STEP, RewindPoint, RewindTarget,
+    SESSION_FORMAT, SessionError, SessionRecord, SessionState, UNCOMPACT_STEP, checkpoint_marks,
+    log_form, parse_records, parse_session, read_session, repair_unanswered, rewind_points,
+    session_before_line,
 };
 pub use store::{
     ArchivedSpan, CapturedOutput, ContentHash, OutputWriter, SavedOutput, Store, StoreError,

@@ -59,6 +59,26 @@ pub struct FailureView {
     pub reason: String,
 }
 
+/// A checkpoint of the workspace's files in the timeline (`/rewind` can
+/// go back to it).
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckpointView {
+    /// Model calls made before it.
+    pub call: u64,
+    /// Its id in the checkpoint store.
+    pub id: String,
+    /// The tool call it followed; `None` at a turn's start.
+    pub tool_call_id: Option<String>,
+    /// Files changed since the previous checkpoint.
+    pub files_changed: u64,
+    /// Lines added since then.
+    pub insertions: u64,
+    /// Lines removed since then.
+    pub deletions: u64,
+    /// Why it was made, when not for a turn or a tool call.
+    pub note: Option<String>,
+}
+
 /// Everything the page shows of one session.
 #[derive(Clone, Debug, Serialize)]
 pub struct SessionView {
@@ -90,6 +110,8 @@ pub struct SessionView {
     pub failures: Vec<FailureView>,
     /// Tool outputs saved in the store as they arrived.
     pub saved_outputs: Vec<Link>,
+    /// Checkpoints of the workspace's files, in order.
+    pub checkpoints: Vec<CheckpointView>,
 }
 
 /// Reads the session log at `log` into page data whose links are relative
@@ -137,6 +159,7 @@ pub fn session_view(
     let mut compactions = Vec::new();
     let mut failures = Vec::new();
     let mut saved_outputs = Vec::new();
+    let mut checkpoints = Vec::new();
     for record in &records[1..] {
         let calls = tokens.len() as u64;
         match record {
@@ -203,6 +226,23 @@ pub fn session_view(
                 dollars.push(spent);
             }
             SessionRecord::Clear => history_len = 0,
+            SessionRecord::Checkpoint {
+                id,
+                tool_call_id,
+                files_changed,
+                insertions,
+                deletions,
+                note,
+                ..
+            } => checkpoints.push(CheckpointView {
+                call: calls,
+                id: id.clone(),
+                tool_call_id: tool_call_id.clone(),
+                files_changed: *files_changed,
+                insertions: *insertions,
+                deletions: *deletions,
+                note: note.clone(),
+            }),
             _ => {}
         }
     }
@@ -247,5 +287,6 @@ pub fn session_view(
         compactions,
         failures,
         saved_outputs,
+        checkpoints,
     })
 }

@@ -236,3 +236,39 @@ fn percent_decode(s: &str) -> String {
         .unwrap()
         .into_owned()
 }
+
+#[test]
+fn a_session_page_marks_its_checkpoints_on_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(".whittle");
+    let log = write_session(&root, true);
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text += &record(
+        json!({"type": "checkpoint", "id": "0196f3a2b4c1d9e7", "tool_call_id": null,
+        "unix_ms": 1, "files_changed": 0, "insertions": 0, "deletions": 0}),
+    );
+    text += &record(
+        json!({"type": "checkpoint", "id": "0196f3a2b4c1d9e8", "tool_call_id": "c1",
+        "unix_ms": 2, "files_changed": 3, "insertions": 10, "deletions": 2}),
+    );
+    std::fs::write(&log, text).unwrap();
+    let page_dir = root.join("reports");
+    std::fs::create_dir_all(&page_dir).unwrap();
+    let mut page = Page::new("session s1");
+    page.add_session(&log, &page_dir, &SessionOptions::default())
+        .unwrap();
+    let doc = Html::parse_document(&page.render().unwrap());
+    let marks: Vec<_> = doc.select(&sel("li.checkpoint")).collect();
+    assert_eq!(marks.len(), 2);
+    assert_eq!(marks[1].value().attr("data-id"), Some("0196f3a2b4c1d9e8"));
+    assert_eq!(marks[1].value().attr("data-call"), Some("4"));
+    let text: String = marks[1].text().collect();
+    assert!(
+        text.contains("after tool call c1") && text.contains("+10 -2"),
+        "{text}"
+    );
+    assert_eq!(
+        doc.select(&sel("li.checkpoint .checkpoint-marker")).count(),
+        2
+    );
+}

@@ -81,18 +81,20 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     (
         "whittle-agent",
         &[
+            "whittle-checkpoint",
             "whittle-context",
             "whittle-llm",
             "whittle-protocol",
             "whittle-sandbox",
             "whittle-tools",
         ],
-        "the loop: models, tools and the core; it knows no CLI, MCP or editor",
+        "the loop: models, tools and the core, and checkpoints of the files around every tool that may write (so /rewind can undo them); it knows no CLI, MCP or editor",
     ),
     (
         "whittle",
         &[
             "whittle-agent",
+            "whittle-checkpoint",
             "whittle-context",
             "whittle-llm",
             "whittle-local",
@@ -103,7 +105,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
             "whittle-sandbox",
             "whittle-tools",
         ],
-        "the binary puts everything together; nothing depends on it",
+        "the binary puts everything together (whittle rewind/diff/checkpoint gc use the checkpoint store directly); nothing depends on it",
     ),
     (
         "testkit",

@@ -45,4 +45,7 @@ pub enum AgentError {
     /// A tool output could not be saved in the store before it was logged.
     #[error("could not save a tool output before logging it: {0}")]
     Store(#[from] StoreError),
+    /// A checkpoint could not be restored (a rewind).
+    #[error(transparent)]
+    Checkpoint(whittle_checkpoint::CheckpointError),
 }

@@ -53,6 +53,20 @@ pub enum AgentEvent {
     Todos(Vec<TodoItem>),
     /// Something the person should know (a hook failed, ...).
     Warning(String),
+    /// The workspace's files were saved (and logged), so `/rewind` can
+    /// bring them back.
+    Checkpoint {
+        /// Its id in the store.
+        id: String,
+        /// The tool call it followed; `None` at a turn's start.
+        tool_call_id: Option<String>,
+        /// Files changed since the previous checkpoint.
+        files_changed: u64,
+        /// Lines added since then.
+        insertions: u64,
+        /// Lines removed since then.
+        deletions: u64,
+    },
 }
 
 /// Receives [`AgentEvent`]s as they happen.

@@ -5,21 +5,27 @@
 //! (`usage`), what it reports (`events`), and how it fails (`error`).
 
 mod approval;
+mod checkpoints;
 mod compaction;
 mod config;
 mod context_breakdown;
 mod error;
 mod events;
+mod rewind;
 mod tool_dispatch;
 mod turn;
 mod uncompact;
 mod usage;
 
 pub use approval::{Approval, Approver, DenyAsks};
+pub use checkpoints::{
+    DEFAULT_GC_LIMITS, checkpoint_store_dir, checkpoints_refused, gc_if_due, open_checkpoint_store,
+};
 pub use config::{AgentConfig, MeterChoice};
 pub use context_breakdown::ContextBreakdown;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
+pub use rewind::{RewindScope, Rewound, rewind_session_log, session_rewind_points};
 pub use tool_dispatch::COMPACT_ACK;
 pub use turn::TurnOutcome;
 pub use uncompact::Uncompacted;
@@ -58,6 +64,8 @@ pub struct Agent {
     last_transcript: Option<PathBuf>,
     /// The history's archived mark as the session log last recorded it.
     logged_archived: usize,
+    /// The checkpoint store, when the session saves the files.
+    checkpoints: checkpoints::Checkpoints,
 }
 
 /// Tool results longer than this go into the session log by reference: the
@@ -109,6 +117,7 @@ impl Agent {
             usage: UsageMeter::default(),
             last_transcript: None,
             logged_archived: 0,
+            checkpoints: checkpoints::Checkpoints::default(),
         }
     }
 

@@ -53,6 +53,10 @@ impl Agent {
                 name: call.name.clone(),
                 input: call.input.clone(),
             });
+            let writes = self.may_write(&call.name);
+            if writes {
+                self.checkpoint_turn_start(sink).await?;
+            }
             let started = Instant::now();
             let mut output = if call.name == tool_names::COMPACT {
                 after = AfterTools::Compact {
@@ -87,6 +91,9 @@ impl Agent {
                 ms: started.elapsed().as_millis() as u64,
                 is_error: output.is_error,
             })?;
+            if writes {
+                self.checkpoint_after(&call.id, sink).await?;
+            }
             if call.name == tool_names::TODO_WRITE {
                 sink.on_event(AgentEvent::Todos(self.tool_ctx.todos().snapshot()));
             }

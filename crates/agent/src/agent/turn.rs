@@ -62,6 +62,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         let tool_ctx = self.tool_ctx.clone().with_cancel(cancel.clone());
+        self.checkpoints.new_turn();
         let mut calls = 0;
         let mut reactive_used = false;
         loop {

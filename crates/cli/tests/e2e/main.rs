@@ -24,6 +24,7 @@ mod processes;
 mod replay;
 mod report;
 mod repository;
+mod rewind;
 mod sandbox_check;
 mod sessions;
 mod storage;

@@ -17,11 +17,29 @@ fn full_output_path(text: &str) -> String {
         .to_string()
 }
 
+/// Bytes of tool outputs, logs and transcripts under `.whittle`. The
+/// checkpoint store and the log's checkpoint records (one short line per
+/// tool call that may write) are about the workspace's files, not the
+/// outputs, and are left out; the store is bounded by its own collection.
 fn state_bytes(h: &Harness) -> u64 {
+    let checkpoints = h.state().join("checkpoints");
+    let records: u64 = walk(&h.state().join("sessions"))
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with("{\"type\":\"checkpoint\""))
+                .map(|l| l.len() as u64 + 1)
+                .collect::<Vec<_>>()
+        })
+        .sum();
     walk(&h.state())
         .iter()
+        .filter(|p| !p.starts_with(&checkpoints))
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum()
+        .sum::<u64>()
+        - records
 }
 
 #[test]

@@ -7,8 +7,12 @@
 //! replay (every message as it first entered the conversation).
 
 mod output_refs;
+mod rewind;
 
 pub use output_refs::{OutputRef, log_form};
+pub use rewind::{
+    CheckpointMark, RewindPoint, RewindTarget, checkpoint_marks, rewind_points, session_before_line,
+};
 
 use crate::pipeline::Step;
 use crate::{Block, Content, Message, Role};
@@ -135,6 +139,31 @@ pub enum SessionRecord {
     },
     /// `/clear`: the history starts over.
     Clear,
+    /// The workspace's files were saved in the checkpoint store
+    /// (`.whittle/checkpoints`), so `/rewind` can bring them back.
+    Checkpoint {
+        /// The checkpoint's id in the store.
+        id: String,
+        /// The tool call after which it was made; `None` for a turn's
+        /// start, made before its first tool that may write.
+        tool_call_id: Option<String>,
+        /// Milliseconds since the Unix epoch.
+        unix_ms: u64,
+        /// Files changed since the previous checkpoint.
+        files_changed: u64,
+        /// Lines added since the previous checkpoint.
+        insertions: u64,
+        /// Lines removed since the previous checkpoint.
+        deletions: u64,
+        /// Why it was made, when not for a turn or a tool call (e.g.
+        /// "before rewinding to ...", so the rewind can be undone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// A record this version does not know (a newer whittle wrote it):
+    /// skipped, so older readers keep working.
+    #[serde(other)]
+    Unknown,
 }
 
 /// A session read back.
@@ -209,6 +238,11 @@ fn is_zero(n: &usize) -> bool {
 /// the last summary or snip, and leaves none to undo after it.
 pub const UNCOMPACT_STEP: &str = "uncompact";
 
+/// The step name of the compaction record a conversation rewind writes:
+/// the whole history becomes the conversation as it was at an earlier
+/// point, and no compaction is left to undo.
+pub const REWIND_STEP: &str = "rewind";
+
 /// Reads a session log. A last line cut by a crash is ignored.
 pub fn read_session(path: &Path) -> Result<SessionState, SessionError> {
     let text = fs::read_to_string(path).map_err(|source| SessionError::Io {
@@ -268,7 +302,9 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
         match record {
             SessionRecord::Session { .. }
             | SessionRecord::ToolRun { .. }
-            | SessionRecord::CompactionFailed { .. } => {}
+            | SessionRecord::CompactionFailed { .. }
+            | SessionRecord::Checkpoint { .. }
+            | SessionRecord::Unknown => {}
             SessionRecord::Input { text } => state.request = text,
             SessionRecord::Message { message, refs } => {
                 let mut one = [message];
@@ -326,7 +362,7 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
                 state.history.extend(messages);
                 state.history.extend(tail);
                 state.archived = archived.unwrap_or(0);
-                if step == UNCOMPACT_STEP {
+                if step == UNCOMPACT_STEP || step == REWIND_STEP {
                     state.before_last_compaction = None;
                 }
             }

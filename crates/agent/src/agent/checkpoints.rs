@@ -1,0 +1,304 @@
+//! Checkpoints in the loop: the workspace's files are saved before the
+//! first tool of a turn that may write and after every such tool, so
+//! `/rewind` can bring back any of those states. A snapshot that fails is
+//! one warning and the turn goes on; a store that cannot be used (a
+//! read-only disk) turns checkpoints off for the session, said once.
+
+use super::Agent;
+use super::error::AgentError;
+use super::events::{AgentEvent, EventSink};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+use whittle_checkpoint::{
+    Checkpoint, CheckpointError, CheckpointId, GcLimits, GcReport, Options, RestoreReport, Store,
+};
+use whittle_context::SessionRecord;
+
+/// What `whittle checkpoint gc` and the session-start collection keep by
+/// default: 2 GB of objects, 30 days.
+pub const DEFAULT_GC_LIMITS: GcLimits = GcLimits {
+    max_bytes: Some(2_000_000_000),
+    max_age: Some(Duration::from_secs(30 * 24 * 60 * 60)),
+};
+
+/// The session-start collection runs at most this often per store.
+const GC_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Where a workspace's checkpoints live. The sandbox keeps `.whittle/`
+/// read-only to commands, so a command cannot rewrite its own undo.
+pub fn checkpoint_store_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".whittle").join("checkpoints")
+}
+
+/// Why a workspace gets no checkpoints: its home folder or `/`, which a
+/// snapshot would copy whole. `None` when it may have them.
+pub fn checkpoints_refused(workspace: &Path) -> Option<&'static str> {
+    let ws = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    if ws == Path::new("/") {
+        return Some("the workspace is /");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from)?;
+    let home = home.canonicalize().unwrap_or(home);
+    (ws == home).then_some("the workspace is your home folder")
+}
+
+/// Opens the workspace's store, after the checks the agent makes.
+pub fn open_checkpoint_store(workspace: &Path) -> Result<Store, CheckpointError> {
+    Store::open(
+        workspace,
+        &checkpoint_store_dir(workspace),
+        Options::default(),
+    )
+}
+
+/// Collects with the default limits when the last collection is more than
+/// a day old (or never ran); `None` when it was not due.
+pub fn gc_if_due(store: &mut Store, workspace: &Path) -> Option<Result<GcReport, CheckpointError>> {
+    let stamp = checkpoint_store_dir(workspace).join("last-gc");
+    let due = std::fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_none_or(|age| age > GC_EVERY);
+    if !due {
+        return None;
+    }
+    let result = store.gc(DEFAULT_GC_LIMITS);
+    if result.is_ok() {
+        // A stamp that cannot be written only means the next start collects again.
+        let _ = std::fs::write(&stamp, b"");
+    }
+    Some(result)
+}
+
+/// The agent's side of the store.
+#[derive(Default)]
+pub(super) struct Checkpoints {
+    state: State,
+    /// Whether this turn's start was saved.
+    turn_saved: bool,
+}
+
+#[derive(Default)]
+enum State {
+    /// Not asked for (tests, subagents).
+    #[default]
+    Off,
+    /// Asked for; opened at the first tool that may write.
+    Wanted,
+    Open(Box<Store>),
+    /// Refused or unusable; said once.
+    Gone,
+}
+
+impl Checkpoints {
+    pub(super) fn new_turn(&mut self) {
+        self.turn_saved = false;
+    }
+}
+
+/// Runs `f` on the store off the async threads: a first snapshot of a big
+/// workspace reads every file.
+async fn with_store<T: Send + 'static>(
+    store: Box<Store>,
+    f: impl FnOnce(&mut Store) -> T + Send + 'static,
+) -> Option<(Box<Store>, T)> {
+    tokio::task::spawn_blocking(move || {
+        let mut store = store;
+        let out = f(&mut store);
+        (store, out)
+    })
+    .await
+    .ok()
+}
+
+impl Agent {
+    /// Saves the workspace's files around every tool that may write, from
+    /// now on (the CLI asks for it in every mode).
+    pub fn with_checkpoints(mut self) -> Self {
+        self.checkpoints.state = State::Wanted;
+        self
+    }
+
+    /// Whether the tool `name` may change files: checkpoints are made
+    /// around it.
+    pub(super) fn may_write(&self, name: &str) -> bool {
+        if matches!(self.checkpoints.state, State::Off | State::Gone) {
+            return false;
+        }
+        name == whittle_protocol::tool_names::TASK
+            || self.tools.get(name).is_some_and(|t| !t.is_read_only())
+    }
+
+    /// Opens the store the first time it is needed; false when there is none.
+    async fn ensure_store(&mut self, sink: &mut dyn EventSink) -> bool {
+        match self.checkpoints.state {
+            State::Open(_) => return true,
+            State::Off | State::Gone => return false,
+            State::Wanted => {}
+        }
+        let workspace = self.config.workspace.clone();
+        if let Some(why) = checkpoints_refused(&workspace) {
+            self.checkpoints.state = State::Gone;
+            sink.on_event(AgentEvent::Warning(format!(
+                "checkpoints are off: {why} (/rewind needs a project folder)"
+            )));
+            return false;
+        }
+        let opened = tokio::task::spawn_blocking(move || {
+            let mut store = open_checkpoint_store(&workspace)?;
+            let gc = gc_if_due(&mut store, &workspace);
+            Ok::<_, CheckpointError>((store, gc))
+        })
+        .await;
+        match opened {
+            Ok(Ok((store, gc))) => {
+                if let Some(Err(e)) = gc {
+                    sink.on_event(AgentEvent::Warning(format!("checkpoint gc failed: {e}")));
+                }
+                self.checkpoints.state = State::Open(Box::new(store));
+                true
+            }
+            Ok(Err(e)) => {
+                self.checkpoints.state = State::Gone;
+                sink.on_event(AgentEvent::Warning(format!(
+                    "checkpoints are off for this session: {e}"
+                )));
+                false
+            }
+            Err(e) => {
+                self.checkpoints.state = State::Gone;
+                sink.on_event(AgentEvent::Warning(format!(
+                    "checkpoints are off for this session: {e}"
+                )));
+                false
+            }
+        }
+    }
+
+    /// Saves the turn's start, before its first tool that may write.
+    pub(super) async fn checkpoint_turn_start(
+        &mut self,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), AgentError> {
+        if self.checkpoints.turn_saved {
+            return Ok(());
+        }
+        self.checkpoints.turn_saved = true;
+        self.checkpoint(None, None, sink).await.map(|_| ())
+    }
+
+    /// Saves the files after the tool call `call_id`.
+    pub(super) async fn checkpoint_after(
+        &mut self,
+        call_id: &str,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), AgentError> {
+        self.checkpoint(Some(call_id), None, sink).await.map(|_| ())
+    }
+
+    /// One snapshot, logged. A failure is a warning; an unusable store
+    /// turns checkpoints off. Only a log that cannot be written is an error.
+    async fn checkpoint(
+        &mut self,
+        call_id: Option<&str>,
+        note: Option<String>,
+        sink: &mut dyn EventSink,
+    ) -> Result<Option<Checkpoint>, AgentError> {
+        if !self.ensure_store(sink).await {
+            return Ok(None);
+        }
+        let State::Open(store) = std::mem::replace(&mut self.checkpoints.state, State::Gone) else {
+            return Ok(None);
+        };
+        let label = call_id.map(str::to_string);
+        let Some((store, result)) = with_store(store, move |s| s.snapshot(label.as_deref())).await
+        else {
+            sink.on_event(AgentEvent::Warning(
+                "checkpoints are off for this session: a snapshot crashed".into(),
+            ));
+            return Ok(None);
+        };
+        match result {
+            Ok(c) => {
+                self.checkpoints.state = State::Open(store);
+                self.log_checkpoint(&c, call_id, note, sink)?;
+                Ok(Some(c))
+            }
+            Err(e @ CheckpointError::StoreUnusable { .. }) => {
+                sink.on_event(AgentEvent::Warning(format!(
+                    "checkpoints are off for this session: {e}"
+                )));
+                Ok(None)
+            }
+            Err(e) => {
+                self.checkpoints.state = State::Open(store);
+                sink.on_event(AgentEvent::Warning(format!("no checkpoint made: {e}")));
+                Ok(None)
+            }
+        }
+    }
+
+    fn log_checkpoint(
+        &mut self,
+        c: &Checkpoint,
+        call_id: Option<&str>,
+        note: Option<String>,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), AgentError> {
+        self.log(SessionRecord::Checkpoint {
+            id: c.id.to_string(),
+            tool_call_id: call_id.map(str::to_string),
+            unix_ms: c.unix_ms,
+            files_changed: c.stat.files_changed,
+            insertions: c.stat.insertions,
+            deletions: c.stat.deletions,
+            note,
+        })?;
+        sink.on_event(AgentEvent::Checkpoint {
+            id: c.id.to_string(),
+            tool_call_id: call_id.map(str::to_string),
+            files_changed: c.stat.files_changed,
+            insertions: c.stat.insertions,
+            deletions: c.stat.deletions,
+        });
+        Ok(())
+    }
+
+    /// Makes the workspace's files as they were at checkpoint `id`; the
+    /// state just before is saved and logged, so the restore can be undone.
+    pub async fn restore_checkpoint(
+        &mut self,
+        id: &str,
+        sink: &mut dyn EventSink,
+    ) -> Result<RestoreReport, AgentError> {
+        let id: CheckpointId = id.parse().map_err(AgentError::Checkpoint)?;
+        if !self.ensure_store(sink).await {
+            return Err(AgentError::Checkpoint(CheckpointError::NotFound(
+                "(checkpoints are off in this session)".into(),
+            )));
+        }
+        let State::Open(store) = std::mem::replace(&mut self.checkpoints.state, State::Gone) else {
+            return Err(AgentError::Checkpoint(CheckpointError::NotFound(
+                id.to_string(),
+            )));
+        };
+        let target = id.clone();
+        let Some((store, result)) = with_store(store, move |s| s.restore(&target)).await else {
+            return Err(AgentError::Checkpoint(CheckpointError::Corrupt(
+                "a restore crashed".into(),
+            )));
+        };
+        self.checkpoints.state = State::Open(store);
+        let report = result.map_err(AgentError::Checkpoint)?;
+        self.log_checkpoint(
+            &report.before,
+            None,
+            Some(format!("before rewinding to {id}")),
+            sink,
+        )?;
+        Ok(report)
+    }
+}
