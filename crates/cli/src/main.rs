@@ -2,6 +2,7 @@
 //! window. This binary only wires the crates together: flags and config
 //! files into settings, settings into an agent, agent events onto the screen.
 
+mod acp_host;
 mod approve;
 mod args;
 mod config;
@@ -74,6 +75,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Mcp(args)) => {
             let rt = runtime()?;
             return rt.block_on(mcp_cmd::run(&args, &env));
+        }
+        Some(Command::Acp) => {
+            let rt = runtime()?;
+            let host = acp_host::CliHost::new(cli.agent, env);
+            rt.block_on(whittle_acp::serve_stdio(std::sync::Arc::new(host)))?;
+            return Ok(ExitCode::SUCCESS);
         }
         None => {}
     }
