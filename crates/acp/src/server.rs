@@ -365,11 +365,12 @@ fn connection(
                     };
                     match session.set_mode(mode) {
                         Ok(()) => {
-                            responder.respond(SetSessionModeResponse::new())?;
+                            // Told before the answer, so a client sees the
+                            // new mode by the time set_mode returns.
                             slot.shared.notify(SessionUpdate::CurrentModeUpdate(
                                 CurrentModeUpdate::new(mode_id(mode)),
                             ));
-                            Ok(())
+                            responder.respond(SetSessionModeResponse::new())
                         }
                         Err(e) => responder.respond_with_error(internal(e)),
                     }

@@ -71,7 +71,7 @@ async function withAgent(answers, op) {
 const kinds = (seen, type) => seen.updates.filter((u) => u.sessionUpdate === type);
 let sessionId;
 
-await withAgent(["allow-once", "allow-once", "reject-once", "allow-once"], async (ctx, seen) => {
+await withAgent(["allow-once", "allow-once", "reject-once"], async (ctx, seen) => {
   const init = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
@@ -136,8 +136,8 @@ await withAgent(["allow-once", "allow-once", "reject-once", "allow-once"], async
 });
 
 check(readFileSync(join(WORKSPACE, "notes.txt"), "utf8") === "goodbye world\n", "the edit landed");
-check(existsSync(join(WORKSPACE, "ran-once.txt")), "the allowed command ran");
-check(!existsSync(join(WORKSPACE, "ran-twice.txt")), "the refused command did not run");
+check(!existsSync(join(WORKSPACE, "gone-once.txt")), "the allowed command ran");
+check(existsSync(join(WORKSPACE, "gone-twice.txt")), "the refused command did not run");
 
 await withAgent([], async (ctx, seen) => {
   await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION });
