@@ -289,6 +289,16 @@ In the REPL, /report writes the current session's page into .whittle/reports/.")
     #[command(subcommand)]
     Sandbox(SandboxCommand),
 
+    /// Run whittle as an Agent Client Protocol agent on stdin/stdout, for
+    /// editors (Zed, JetBrains IDEs, Neovim and Emacs through plugins). The
+    /// agent options above apply to every session the editor opens.
+    #[command(after_help = "\
+Zed, in settings.json:
+  \"agent_servers\": { \"whittle\": { \"command\": \"whittle\", \"args\": [\"acp\"] } }
+
+Logs go to stderr; stdout carries only the protocol.")]
+    Acp,
+
     /// The MCP servers of the config: list them with their tools, or call
     /// one tool (to debug a server).
     #[command(after_help = "\

@@ -2,6 +2,7 @@
 //! window. This binary only wires the crates together: flags and config
 //! files into settings, settings into an agent, agent events onto the screen.
 
+mod acp_host;
 mod approve;
 mod args;
 mod config;
@@ -79,6 +80,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Rewind(args)) => return rewind_cmd::rewind(&args),
         Some(Command::Diff(args)) => return rewind_cmd::diff(&args),
         Some(Command::Checkpoint(CheckpointCommand::Gc(args))) => return rewind_cmd::gc(&args),
+        Some(Command::Acp) => {
+            let rt = runtime()?;
+            let host = acp_host::CliHost::new(cli.agent, env);
+            rt.block_on(whittle_acp::serve_stdio(std::sync::Arc::new(host)))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         None => {}
     }
     let args = cli.agent;

@@ -11,7 +11,9 @@ use crate::interrupt::{self, CancelSlot, run_turn};
 use crate::mcp_cmd::{self, Progress};
 use crate::render::{Renderer, out_line};
 use crate::setup::{self, Session};
-use crate::slash::{HELP, SlashCommand, render_context, render_cost, render_sessions};
+use crate::slash::{
+    HELP, SlashCommand, render_context, render_cost, render_sessions, uncompact_line,
+};
 use crate::status_line::status_line;
 use crate::style::Style;
 use rustyline::DefaultEditor;
@@ -20,10 +22,10 @@ use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
-use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, Uncompacted, list_sessions};
+use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
 use whittle_llm::ProviderKind;
 use whittle_mcp::Installation;
-use whittle_protocol::{collapse_whitespace, group_digits};
+use whittle_protocol::collapse_whitespace;
 
 /// The prompt.
 const PROMPT: &str = "> ";
@@ -269,7 +271,7 @@ pub fn run(
 }
 
 /// The unit sizes are measured in.
-fn meter_unit(meter: MeterChoice) -> &'static str {
+pub fn meter_unit(meter: MeterChoice) -> &'static str {
     match meter {
         MeterChoice::Chars => "chars",
         MeterChoice::Tokens => "tokens",
@@ -353,22 +355,7 @@ fn slash(
             }
         }
         SlashCommand::Uncompact => match agent.uncompact() {
-            Ok(Uncompacted::Restored {
-                messages,
-                size,
-                unit,
-            }) => out_line(&format!(
-                "restored the conversation as it was before the last compaction: {messages} messages, {} {}",
-                group_digits(size),
-                unit.as_str()
-            )),
-            Ok(Uncompacted::TooBig { size, limit, unit }) => out_line(&format!(
-                "not restored: before the last compaction the conversation was {} {u}, above the compaction limit of {} {u}, so it would be compacted again at once",
-                group_digits(size),
-                group_digits(limit),
-                u = unit.as_str()
-            )),
-            Ok(_) => out_line("nothing to undo: no summary or snip since the session started"),
+            Ok(result) => out_line(&uncompact_line(&result)),
             Err(e) => renderer.error(&collapse_whitespace(&e.to_string())),
         },
         SlashCommand::Unknown(name) => {

@@ -180,10 +180,7 @@ pub fn open(
     let mut hooks = Hooks::new();
     hooks.add_commands(settings.hooks.iter().cloned());
     let usage = UsageMeter::default();
-    let policy = PermissionPolicy::new(settings.permission_mode)
-        .with_allow_strs(&settings.allow)?
-        .with_trusted_tools(TRUSTED_TOOLS)
-        .with_read_only_mcp_tools(mcp.read_only_tool_names());
+    let policy = policy(settings, mcp)?;
     let task = TaskTool::new(provider.clone(), &tools, config.clone())
         .with_hooks(hooks.clone())
         .with_usage_meter(usage.clone())
@@ -215,6 +212,14 @@ pub fn open(
         support,
         mcp: installation,
     })
+}
+
+/// The permission policy of `settings.permission_mode`.
+pub fn policy(settings: &Settings, mcp: &McpServers) -> anyhow::Result<PermissionPolicy> {
+    Ok(PermissionPolicy::new(settings.permission_mode)
+        .with_allow_strs(&settings.allow)?
+        .with_trusted_tools(TRUSTED_TOOLS)
+        .with_read_only_mcp_tools(mcp.read_only_tool_names()))
 }
 
 fn session_to_resume(settings: &Settings, args: &AgentArgs) -> anyhow::Result<Option<PathBuf>> {

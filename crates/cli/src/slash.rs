@@ -5,7 +5,7 @@ use crate::style::Style;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
-use whittle_agent::{ContextBreakdown, SessionInfo, UsageTotals};
+use whittle_agent::{ContextBreakdown, SessionInfo, Uncompacted, UsageTotals};
 use whittle_context::SessionRecord;
 use whittle_llm::Prices;
 use whittle_local::EngineStats;
@@ -86,6 +86,28 @@ Commands:
   /quit             leave (Ctrl-D too)
 Keys: Ctrl-C stops the running turn (or clears the line), Ctrl-D quits.
 End a line with \\ to continue on the next one; pasted text may span lines.";
+
+/// What `/uncompact` did, in one line.
+pub fn uncompact_line(result: &Uncompacted) -> String {
+    match result {
+        Uncompacted::Restored {
+            messages,
+            size,
+            unit,
+        } => format!(
+            "restored the conversation as it was before the last compaction: {messages} messages, {} {}",
+            group_digits(*size),
+            unit.as_str()
+        ),
+        Uncompacted::TooBig { size, limit, unit } => format!(
+            "not restored: before the last compaction the conversation was {} {u}, above the compaction limit of {} {u}, so it would be compacted again at once",
+            group_digits(*size),
+            group_digits(*limit),
+            u = unit.as_str()
+        ),
+        _ => "nothing to undo: no summary or snip since the session started".to_string(),
+    }
+}
 
 /// `/context`: a bar and a table of what fills the window.
 pub fn render_context(b: &ContextBreakdown, unit: &str, style: Style) -> String {

@@ -1,4 +1,4 @@
-//! MCP servers and the MCP conformance suite from npm, for tests that run
+//! MCP servers, the MCP conformance suite and the ACP TypeScript SDK from npm, for tests that run
 //! what no one here wrote. `scripts/test` installs them (pinned) into
 //! `~/.cache/whittle/npm`, with a Node.js 22 from npm beside them (the suite
 //! needs 22; the machine may have an older one). Tests that need them call
@@ -41,6 +41,7 @@ impl NpmTools {
             tools.everything(),
             tools.filesystem(),
             tools.conformance(),
+            tools.acp_sdk(),
             tools.node.clone(),
         ]
         .iter()
@@ -87,6 +88,12 @@ impl NpmTools {
     /// server-filesystem's entry point (`node it DIR...`).
     pub fn filesystem(&self) -> PathBuf {
         self.package("server-filesystem", "dist/index.js")
+    }
+
+    /// The official ACP TypeScript SDK's ES module (protocol v1).
+    pub fn acp_sdk(&self) -> PathBuf {
+        self.root
+            .join("node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")
     }
 
     /// The conformance suite's entry point.

@@ -91,8 +91,20 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         "the loop: models, tools and the core, and checkpoints of the files around every tool that may write (so /rewind can undo them); it knows no CLI, MCP or editor",
     ),
     (
+        "whittle-acp",
+        &[
+            "whittle-agent",
+            "whittle-context",
+            "whittle-llm",
+            "whittle-protocol",
+            "whittle-tools",
+        ],
+        "the Agent Client Protocol front: agent events and asks become ACP messages; the CLI builds its sessions",
+    ),
+    (
         "whittle",
         &[
+            "whittle-acp",
             "whittle-agent",
             "whittle-checkpoint",
             "whittle-context",

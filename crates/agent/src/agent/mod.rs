@@ -127,6 +127,19 @@ impl Agent {
         self
     }
 
+    /// Changes the permission policy mid-session (an editor switching
+    /// modes); the next tool call is checked against it.
+    pub fn set_policy(&mut self, policy: PermissionPolicy) {
+        self.policy = policy;
+    }
+
+    /// Changes how commands are confined mid-session, so the sandbox
+    /// follows a mode switch; commands already running keep theirs.
+    pub fn set_sandbox(&mut self, sandbox: whittle_tools::Sandbox) {
+        self.tool_ctx = self.tool_ctx.clone().with_sandbox(sandbox.clone());
+        self.config.sandbox = sandbox;
+    }
+
     /// Sets who is asked when the policy says "ask".
     pub fn with_approver(mut self, approver: Box<dyn Approver>) -> Self {
         self.approvals = Approvals::new(approver);

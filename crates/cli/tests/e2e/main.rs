@@ -8,6 +8,7 @@
 //! harness and helpers they share.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod compaction;
 mod config;
 mod escapes;
