@@ -17,6 +17,7 @@
 //! assert!(available_commands().iter().any(|c| c.name == "compact"));
 //! ```
 
+mod client_files;
 mod commands;
 mod error;
 mod host;

@@ -3,6 +3,7 @@
 //! the SDK's dispatch loop, so `session/cancel` and the answers to
 //! permission questions are read while a turn runs.
 
+use crate::client_files::ClientFiles;
 use crate::commands::{available_commands, parse_command};
 use crate::error::AcpError;
 use crate::host::{ClientMcpServer, Host, HostSession, OpenRequest};
@@ -14,10 +15,11 @@ use crate::updates::{UpdateSink, text_chunk};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    CurrentModeUpdate, EmbeddedResourceResource, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    CurrentModeUpdate, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionId, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -38,6 +40,8 @@ struct Slot {
 /// The connection's sessions, by id.
 struct State {
     host: Arc<dyn Host>,
+    /// What the client said of its files in `initialize`.
+    client_fs: Mutex<FileSystemCapabilities>,
     sessions: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
@@ -134,6 +138,14 @@ async fn open_session(
     let mut session = state.host.open(request, approver).await.map_err(internal)?;
     let mode = session.mode();
     let agent = session.agent();
+    let client_fs = state
+        .client_fs
+        .lock()
+        .map(|fs| fs.clone())
+        .unwrap_or_default();
+    if let Some(files) = ClientFiles::offered(shared.clone(), &client_fs) {
+        agent.set_editor_files(Arc::new(files));
+    }
     let id = SessionId::new(agent.session_id().unwrap_or_default());
     shared.set_id(id.clone());
     let window = agent.config().context_window;
@@ -216,6 +228,7 @@ pub async fn serve(
 ) -> Result<(), AcpError> {
     let state = Arc::new(State {
         host,
+        client_fs: Mutex::new(FileSystemCapabilities::default()),
         sessions: Mutex::new(HashMap::new()),
     });
     let served = connection(state.clone()).connect_to(transport).await;
@@ -245,7 +258,8 @@ fn connection(
     state: Arc<State>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
-    let (s_new, s_load, s_prompt, s_mode, s_cancel) = (
+    let (s_init, s_new, s_load, s_prompt, s_mode, s_cancel) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -258,6 +272,9 @@ fn connection(
         .on_receive_request(
             async move |init: InitializeRequest, responder: Responder<InitializeResponse>, _cx| {
                 let version = init.protocol_version.min(ProtocolVersion::V1);
+                if let Ok(mut fs) = s_init.client_fs.lock() {
+                    *fs = init.client_capabilities.fs.clone();
+                }
                 let capabilities = AgentCapabilities::new()
                     .load_session(true)
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))

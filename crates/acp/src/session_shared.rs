@@ -5,7 +5,8 @@
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{SessionId, SessionNotification, SessionUpdate};
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use whittle_tools::CancellationToken;
 
@@ -24,6 +25,16 @@ pub(crate) struct SessionShared {
     pub workspace: PathBuf,
     cancel: Mutex<CancellationToken>,
     current_tool: Mutex<Option<CurrentTool>>,
+    /// Texts the editor gave or took for a file during the tool call in
+    /// progress, so the call's diff shows the buffer, not the disk.
+    editor_texts: Mutex<HashMap<PathBuf, EditorText>>,
+}
+
+/// A file's text as the editor had it before a tool wrote it, and after.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EditorText {
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl SessionShared {
@@ -34,6 +45,7 @@ impl SessionShared {
             workspace,
             cancel: Mutex::new(CancellationToken::new()),
             current_tool: Mutex::new(None),
+            editor_texts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -87,5 +99,24 @@ impl SessionShared {
 
     pub fn current_tool(&self) -> Option<CurrentTool> {
         self.current_tool.lock().ok().and_then(|t| t.clone())
+    }
+
+    /// The editor gave `text` for `path`.
+    pub fn editor_read(&self, path: &Path, text: &str) {
+        if let Ok(mut texts) = self.editor_texts.lock() {
+            texts.entry(path.to_path_buf()).or_default().before = Some(text.to_string());
+        }
+    }
+
+    /// The editor took `text` for `path`.
+    pub fn editor_wrote(&self, path: &Path, text: &str) {
+        if let Ok(mut texts) = self.editor_texts.lock() {
+            texts.entry(path.to_path_buf()).or_default().after = Some(text.to_string());
+        }
+    }
+
+    /// What the editor gave and took for `path` since the last call.
+    pub fn take_editor_text(&self, path: &Path) -> Option<EditorText> {
+        self.editor_texts.lock().ok()?.remove(path)
     }
 }

@@ -87,19 +87,35 @@ pub fn text_content(text: impl Into<String>) -> ToolCallContent {
     ))
 }
 
+/// A file an edit changed: its path, its text before and, when the editor
+/// took the write, its text after (else the disk has it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditedFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text before the edit; `None` when it did not exist.
+    pub before: Option<String>,
+    /// Its text after, when not on disk.
+    pub after: Option<String>,
+}
+
 /// What a finished call shows: the diff of an edit (the file before and
 /// after), the output of a command in a fence, else the output.
 pub fn finished_content(
     name: &str,
     output: &str,
     is_error: bool,
-    edit: Option<(PathBuf, Option<String>)>,
+    edit: Option<EditedFile>,
 ) -> Vec<ToolCallContent> {
     let mut content = Vec::new();
-    if let (false, Some((path, old))) = (is_error, edit)
-        && let Ok(new) = std::fs::read_to_string(&path)
+    if let (false, Some(edit)) = (is_error, edit)
+        && let Some(new) = edit
+            .after
+            .or_else(|| std::fs::read_to_string(&edit.path).ok())
     {
-        content.push(ToolCallContent::Diff(Diff::new(path, new).old_text(old)));
+        content.push(ToolCallContent::Diff(
+            Diff::new(edit.path, new).old_text(edit.before),
+        ));
     }
     if name == tool_names::BASH {
         content.push(text_content(format!("```\n{}\n```", output.trim_end())));

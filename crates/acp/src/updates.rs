@@ -1,7 +1,9 @@
 //! The agent's events as ACP session updates, streamed while a turn runs.
 
 use crate::session_shared::{CurrentTool, SessionShared};
-use crate::tool_calls::{finished_content, started_call, text_content, tool_kind, tool_path};
+use crate::tool_calls::{
+    EditedFile, finished_content, started_call, text_content, tool_kind, tool_path,
+};
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
     TextContent, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
@@ -42,6 +44,8 @@ pub(crate) struct UpdateSink {
     window: u64,
     /// Files an edit is about to change, with their text before it.
     edits: HashMap<String, (PathBuf, Option<String>)>,
+    /// Files being read, whose text the editor may have given.
+    reads: HashMap<String, PathBuf>,
 }
 
 impl UpdateSink {
@@ -50,6 +54,7 @@ impl UpdateSink {
             shared,
             window,
             edits: HashMap::new(),
+            reads: HashMap::new(),
         }
     }
 }
@@ -64,7 +69,14 @@ impl EventSink for UpdateSink {
                     && let Some(path) = tool_path(&self.shared.workspace, &name, &input)
                 {
                     let old = std::fs::read_to_string(&path).ok();
+                    // What the editor said of this file before is stale.
+                    self.shared.take_editor_text(&path);
                     self.edits.insert(id.clone(), (path, old));
+                }
+                if name == tool_names::READ_FILE
+                    && let Some(path) = tool_path(&self.shared.workspace, &name, &input)
+                {
+                    self.reads.insert(id.clone(), path);
                 }
                 let call = started_call(&self.shared.workspace, &id, &name, &input);
                 self.shared
@@ -78,7 +90,19 @@ impl EventSink for UpdateSink {
                 is_error,
             } => {
                 self.shared.set_current_tool(None);
-                let edit = self.edits.remove(&id);
+                if name == tool_names::READ_FILE
+                    && let Some(call) = self.reads.remove(&id)
+                {
+                    self.shared.take_editor_text(&call);
+                }
+                let edit = self.edits.remove(&id).map(|(path, disk_before)| {
+                    let editor = self.shared.take_editor_text(&path).unwrap_or_default();
+                    EditedFile {
+                        before: editor.before.or(disk_before),
+                        after: editor.after,
+                        path,
+                    }
+                });
                 let status = if is_error {
                     ToolCallStatus::Failed
                 } else {

@@ -23,6 +23,7 @@
 //! ```
 
 mod bash;
+mod editor_files;
 pub mod paths;
 pub mod permission;
 mod read_file;
@@ -38,6 +39,7 @@ mod typed;
 mod write_file;
 
 pub use bash::{BashInput, BashTool, GroupGuard};
+pub use editor_files::{EditorFileCapabilities, EditorFileError, EditorFiles};
 pub use permission::{AllowRule, AllowRuleError, Decision, PermissionMode, PermissionPolicy};
 pub use read_file::{ReadFileInput, ReadFileTool};
 pub use recall::{RecallInput, RecallTool};

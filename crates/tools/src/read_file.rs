@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use whittle_protocol::tool_names;
 
 use futures::future::BoxFuture;
@@ -70,6 +70,21 @@ impl TypedTool for ReadFileTool {
             let shown = ctx.display(&path);
             let offset = input.offset.unwrap_or(1).max(1);
             let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+            if let Some(editor) = ctx.editor_reads()
+                && std::fs::metadata(&path).map_or(true, |m| m.is_file())
+                && let Ok(text) = editor.read_text(&path).await
+            {
+                // What the editor shows, saved or not; when it cannot say,
+                // the disk answers (and words its errors).
+                return match read_lines(text.as_bytes(), offset, limit) {
+                    Ok(Listing::Binary) => ToolOutput::error(format!(
+                        "{shown} is a binary file ({} bytes); read_file shows text only",
+                        group_digits(text.len() as u64)
+                    )),
+                    Ok(Listing::Text(l)) => render(&shown, offset, &l),
+                    Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+                };
+            }
             let job =
                 tokio::task::spawn_blocking(move || read_numbered(&path, &shown, offset, limit));
             match job.await {
@@ -100,7 +115,11 @@ fn read_numbered(path: &PathBuf, shown: &str, offset: u64, limit: u64) -> ToolOu
             "{shown} is not a regular file (a device, socket or pipe); read_file reads files only"
         ));
     }
-    match read_lines(path, offset, limit) {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
+    };
+    match read_lines(file, offset, limit) {
         Ok(Listing::Binary) => ToolOutput::error(format!(
             "{shown} is a binary file ({} bytes); read_file shows text only",
             group_digits(meta.len())
@@ -126,8 +145,7 @@ struct Lines {
     stopped_for_size: bool,
 }
 
-fn read_lines(path: &Path, offset: u64, limit: u64) -> io::Result<Listing> {
-    let mut file = File::open(path)?;
+fn read_lines(mut file: impl Read, offset: u64, limit: u64) -> io::Result<Listing> {
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)

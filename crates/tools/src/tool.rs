@@ -1,6 +1,7 @@
 //! The `Tool` trait and the values that flow in and out of a tool run.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use whittle_context::{OutputWriter, Store};
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use whittle_protocol::{Block, Image, ToolResult, ToolResultContent};
 
+use crate::editor_files::EditorFiles;
 use crate::todo_list::TodoStore;
 use whittle_sandbox::Sandbox;
 
@@ -104,6 +106,7 @@ pub struct ToolContext {
     output_limits: OutputLimits,
     call_id: Option<String>,
     sandbox: Sandbox,
+    editor_files: Option<Arc<dyn EditorFiles>>,
 }
 
 static UNNAMED_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -122,6 +125,7 @@ impl ToolContext {
             output_limits: OutputLimits::default(),
             call_id: None,
             sandbox: Sandbox::none(),
+            editor_files: None,
         }
     }
 
@@ -175,6 +179,27 @@ impl ToolContext {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = sandbox;
         self
+    }
+
+    /// Reads and writes text files through an editor, as far as it offers
+    /// to (see [`EditorFiles`]); the rest goes to the disk.
+    pub fn with_editor_files(mut self, files: Arc<dyn EditorFiles>) -> Self {
+        self.editor_files = Some(files);
+        self
+    }
+
+    /// The editor that reads files for the tools, if one does.
+    pub fn editor_reads(&self) -> Option<&dyn EditorFiles> {
+        self.editor_files
+            .as_deref()
+            .filter(|files| files.capabilities().read)
+    }
+
+    /// The editor that writes files for the tools, if one does.
+    pub fn editor_writes(&self) -> Option<&dyn EditorFiles> {
+        self.editor_files
+            .as_deref()
+            .filter(|files| files.capabilities().write)
     }
 
     /// How commands run: confined, refused, or as they are.

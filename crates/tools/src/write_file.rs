@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use similar::TextDiff;
 
+use crate::editor_files::EditorFiles;
 use crate::paths::real_path;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::cap_middle;
@@ -91,6 +92,9 @@ impl TypedTool for WriteFileTool {
             }
             let path = ctx.resolve(&input.path);
             let shown = ctx.display(&path);
+            if let Some(editor) = ctx.editor_writes() {
+                return write_through_editor(editor, &path, &shown, &input.content).await;
+            }
             let job =
                 tokio::task::spawn_blocking(move || write_file(&path, &shown, &input.content));
             job.await
@@ -113,6 +117,34 @@ fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
     if let Err(e) = write_preserving(&target, content.as_bytes()) {
         return ToolOutput::error(format!("cannot write {shown}: {e}"));
     }
+    written_report(shown, existed, content)
+}
+
+/// `write_file` when the editor writes: the same checks and folders, the
+/// text handed to the editor.
+async fn write_through_editor(
+    editor: &dyn EditorFiles,
+    path: &Path,
+    shown: &str,
+    content: &str,
+) -> ToolOutput {
+    let target = write_target(path);
+    if target.is_dir() {
+        return ToolOutput::error(format!("{shown} is a directory; give a file path"));
+    }
+    let existed = target.exists();
+    if let Some(parent) = target.parent()
+        && let Err(e) = fs::create_dir_all(parent)
+    {
+        return ToolOutput::error(format!("cannot create the folders for {shown}: {e}"));
+    }
+    if let Err(e) = editor.write_text(&target, content).await {
+        return ToolOutput::error(format!("cannot write {shown}: {e}"));
+    }
+    written_report(shown, existed, content)
+}
+
+fn written_report(shown: &str, existed: bool, content: &str) -> ToolOutput {
     let lines = content.lines().count();
     ToolOutput::ok(format!(
         "{} {shown} ({} lines, {} bytes)",
@@ -137,6 +169,9 @@ impl TypedTool for EditFileTool {
             }
             let path = ctx.resolve(&input.path);
             let shown = ctx.display(&path);
+            if ctx.editor_reads().is_some() || ctx.editor_writes().is_some() {
+                return edit_through_editor(ctx, &path, &shown, &input).await;
+            }
             let job = tokio::task::spawn_blocking(move || edit_file(&path, &shown, &input));
             job.await
                 .unwrap_or_else(|e| ToolOutput::error(format!("edit_file failed: {e}")))
@@ -145,43 +180,128 @@ impl TypedTool for EditFileTool {
 }
 
 fn edit_file(path: &Path, shown: &str, input: &EditFileInput) -> ToolOutput {
+    let target = match edit_target(path, shown, input) {
+        Ok(target) => target,
+        Err(out) => return out,
+    };
+    let before = match read_disk_text(&target, shown) {
+        Ok(text) => text,
+        Err(out) => return out,
+    };
+    let (after, count) = match replace_text(&before, input, shown) {
+        Ok(done) => done,
+        Err(out) => return out,
+    };
+    if let Err(e) = write_preserving(&target, after.as_bytes()) {
+        return ToolOutput::error(format!("cannot write {shown}: {e}"));
+    }
+    edited_report(shown, &before, &after, count)
+}
+
+/// `edit_file` when the editor reads or writes (or both): the text as the
+/// editor has it, the result handed back to it.
+async fn edit_through_editor(
+    ctx: &ToolContext,
+    path: &Path,
+    shown: &str,
+    input: &EditFileInput,
+) -> ToolOutput {
+    let target = match edit_target(path, shown, input) {
+        Ok(target) => target,
+        Err(out) => return out,
+    };
+    let from_editor = match ctx.editor_reads() {
+        Some(editor) if target.is_file() => editor.read_text(&target).await.ok(),
+        _ => None,
+    };
+    let before = match from_editor {
+        Some(text) => match text_of(text.into_bytes(), shown) {
+            Ok(text) => text,
+            Err(out) => return out,
+        },
+        None => match read_disk_text(&target, shown) {
+            Ok(text) => text,
+            Err(out) => return out,
+        },
+    };
+    let (after, count) = match replace_text(&before, input, shown) {
+        Ok(done) => done,
+        Err(out) => return out,
+    };
+    let written = match ctx.editor_writes() {
+        Some(editor) => editor
+            .write_text(&target, &after)
+            .await
+            .map_err(|e| e.to_string()),
+        None => write_preserving(&target, after.as_bytes()).map_err(|e| e.to_string()),
+    };
+    if let Err(e) = written {
+        return ToolOutput::error(format!("cannot write {shown}: {e}"));
+    }
+    edited_report(shown, &before, &after, count)
+}
+
+/// Checks the input and where it lands: a regular file (through symlinks).
+fn edit_target(path: &Path, shown: &str, input: &EditFileInput) -> Result<PathBuf, ToolOutput> {
     if input.old_string.is_empty() {
-        return ToolOutput::error(
+        return Err(ToolOutput::error(
             "old_string is empty; use write_file to create a file or replace all of it",
-        );
+        ));
     }
     if input.old_string == input.new_string {
-        return ToolOutput::error("old_string and new_string are identical; nothing to change");
+        return Err(ToolOutput::error(
+            "old_string and new_string are identical; nothing to change",
+        ));
     }
     let target = write_target(path);
     if fs::metadata(&target).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        return ToolOutput::error(format!(
+        return Err(ToolOutput::error(format!(
             "{shown} is not a regular file; edit_file edits files only"
-        ));
+        )));
     }
-    let bytes = match fs::read(&target) {
+    Ok(target)
+}
+
+/// The file's text from the disk, or why it cannot be edited.
+fn read_disk_text(target: &Path, shown: &str) -> Result<String, ToolOutput> {
+    let bytes = match fs::read(target) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "file not found: {shown} (use write_file to create it)"
-            ));
+            )));
         }
         Err(e) if target.is_dir() => {
-            return ToolOutput::error(format!("{shown} is a directory, not a file ({e})"));
+            return Err(ToolOutput::error(format!(
+                "{shown} is a directory, not a file ({e})"
+            )));
         }
-        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
+        Err(e) => return Err(ToolOutput::error(format!("cannot read {shown}: {e}"))),
     };
-    if bytes.iter().take(8192).any(|b| *b == 0) {
-        return ToolOutput::error(format!(
-            "{shown} is a binary file; edit_file edits text only"
-        ));
-    }
-    let Ok(before) = String::from_utf8(bytes) else {
-        return ToolOutput::error(format!(
-            "{shown} is not valid UTF-8; edit_file would corrupt it (use bash for byte-level edits)"
-        ));
-    };
+    text_of(bytes, shown)
+}
 
+/// Text that edit_file may change: not binary, valid UTF-8.
+fn text_of(bytes: Vec<u8>, shown: &str) -> Result<String, ToolOutput> {
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(ToolOutput::error(format!(
+            "{shown} is a binary file; edit_file edits text only"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        ToolOutput::error(format!(
+            "{shown} is not valid UTF-8; edit_file would corrupt it (use bash for byte-level edits)"
+        ))
+    })
+}
+
+/// The text after the edit and how many occurrences it replaced, or why
+/// `old_string` does not fit.
+fn replace_text(
+    before: &str,
+    input: &EditFileInput,
+    shown: &str,
+) -> Result<(String, usize), ToolOutput> {
     let (mut old, mut new) = (input.old_string.clone(), input.new_string.clone());
     let mut count = before.matches(old.as_str()).count();
     if count == 0 && before.contains("\r\n") && !old.contains('\r') {
@@ -202,13 +322,13 @@ fn edit_file(path: &Path, shown: &str, input: &EditFileInput) -> ToolOutput {
             if !trimmed.is_empty() && trimmed != input.old_string && before.contains(trimmed) {
                 msg.push_str(" (It does match once leading/trailing whitespace is trimmed.)");
             }
-            return ToolOutput::error(msg);
+            return Err(ToolOutput::error(msg));
         }
         n if n > 1 && !input.replace_all => {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "old_string matches {n} times in {shown}; include more surrounding lines to make it \
                  unique, or set replace_all to true to replace all {n}"
-            ));
+            )));
         }
         _ => {}
     }
@@ -217,10 +337,11 @@ fn edit_file(path: &Path, shown: &str, input: &EditFileInput) -> ToolOutput {
     } else {
         before.replacen(old.as_str(), &new, 1)
     };
-    if let Err(e) = write_preserving(&target, after.as_bytes()) {
-        return ToolOutput::error(format!("cannot write {shown}: {e}"));
-    }
-    let diff = TextDiff::from_lines(&before, &after)
+    Ok((after, count))
+}
+
+fn edited_report(shown: &str, before: &str, after: &str, count: usize) -> ToolOutput {
+    let diff = TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{shown}"), &format!("b/{shown}"))

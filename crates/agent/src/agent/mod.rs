@@ -133,6 +133,13 @@ impl Agent {
         self.policy = policy;
     }
 
+    /// Lets an editor read and write the files the tools read and write
+    /// (its unsaved buffers are what the agent then sees); the permission
+    /// layer still checks every path first.
+    pub fn set_editor_files(&mut self, files: Arc<dyn whittle_tools::EditorFiles>) {
+        self.tool_ctx = self.tool_ctx.clone().with_editor_files(files);
+    }
+
     /// Changes how commands are confined mid-session, so the sandbox
     /// follows a mode switch; commands already running keep theirs.
     pub fn set_sandbox(&mut self, sandbox: whittle_tools::Sandbox) {

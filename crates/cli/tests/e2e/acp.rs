@@ -5,16 +5,19 @@ use crate::Harness;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{
     Agent, ByteStreams, Client, on_receive_notification, on_receive_request,
 };
 use serde_json::json;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::Reply;
@@ -26,6 +29,10 @@ struct Seen {
     updates: Arc<Mutex<Vec<SessionUpdate>>>,
     asked: Arc<Mutex<Vec<RequestPermissionRequest>>>,
     answers: Arc<Mutex<VecDeque<&'static str>>>,
+    /// The editor's buffers (path to text), served to fs/read_text_file.
+    buffers: Arc<Mutex<HashMap<PathBuf, String>>>,
+    /// What fs/write_text_file was asked to write, in order.
+    writes: Arc<Mutex<Vec<(PathBuf, String)>>>,
 }
 
 impl Seen {
@@ -107,6 +114,7 @@ where
     let stdout = child.stdout.take().unwrap();
     let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
     let (updates, asked, answers) = (seen.updates, seen.asked, seen.answers);
+    let (buffers, writes) = (seen.buffers, seen.writes);
     Client
         .v1()
         .name("acp-e2e")
@@ -124,6 +132,26 @@ where
                 responder.respond(RequestPermissionResponse::new(
                     RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
                 ))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ReadTextFileRequest, responder, _cx| {
+                let text = buffers.lock().unwrap().get(&r.path).cloned();
+                match text {
+                    Some(text) => responder.respond(ReadTextFileResponse::new(text)),
+                    None => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(json!("no such buffer")),
+                    ),
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: WriteTextFileRequest, responder, _cx| {
+                writes.lock().unwrap().push((r.path, r.content));
+                responder.respond(WriteTextFileResponse::new())
             },
             on_receive_request!(),
         )
@@ -335,6 +363,128 @@ async fn an_editor_reads_edits_runs_plans_cancels_loads_and_switches_mode() {
     assert!(!ws.join("blocked.txt").exists());
     assert!(seen.asked.lock().unwrap().is_empty());
     h.assert_clean();
+}
+
+/// The tool call update that finished `id`.
+fn finished(
+    updates: &[SessionUpdate],
+    id: &str,
+) -> agent_client_protocol::v1::schema::ToolCallUpdate {
+    updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(t)
+                if &*t.tool_call_id.0 == id && t.fields.status.is_some() =>
+            {
+                Some(t.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{id} finished: {updates:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_offers_its_files_is_read_and_written_through() {
+    let h = Harness::new();
+    let ws = h.ws().canonicalize().unwrap();
+    std::fs::write(ws.join("notes.txt"), "on disk\n").unwrap();
+    h.server.push(Reply::tool_use(
+        "r1",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    h.server.push(Reply::tool_use(
+        "e1",
+        "edit_file",
+        json!({"path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}),
+    ));
+    h.server.push(Reply::tool_use(
+        "w1",
+        "write_file",
+        json!({"path": "sub/new.txt", "content": "fresh\n"}),
+    ));
+    // A file the editor has no buffer for is read from the disk.
+    std::fs::write(ws.join("plain.txt"), "only on disk\n").unwrap();
+    h.server.push(Reply::tool_use(
+        "r2",
+        "read_file",
+        json!({"path": "plain.txt"}),
+    ));
+    h.server.push(Reply::text("Done."));
+    let seen = Seen::default();
+    seen.answer(&["allow-once", "allow-once", "allow-once"]);
+    seen.buffers
+        .lock()
+        .unwrap()
+        .insert(ws.join("notes.txt"), "unsaved buffer\n".to_string());
+    let s = seen.clone();
+    let ws2 = ws.clone();
+    drive(&h, seen.clone(), async move |cx: ConnectionTo<Agent>| {
+        let capabilities = ClientCapabilities::new().fs(FileSystemCapabilities::new()
+            .read_text_file(true)
+            .write_text_file(true));
+        cx.send_request(
+            InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities),
+        )
+        .block_task()
+        .await?;
+        let new = cx
+            .send_request(NewSessionRequest::new(ws2.clone()))
+            .block_task()
+            .await?;
+        let done = cx
+            .send_request(prompt(&new.session_id, "edit the notes"))
+            .block_task()
+            .await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let updates = s.updates();
+        // The model read the buffer, not the disk.
+        let r1 = finished(&updates, "r1");
+        assert!(
+            format!("{:?}", r1.fields.content).contains("unsaved buffer"),
+            "{r1:?}"
+        );
+        let r2 = finished(&updates, "r2");
+        assert!(
+            format!("{:?}", r2.fields.content).contains("only on disk"),
+            "{r2:?}"
+        );
+        // The edit's diff is the buffer's, before and after.
+        let e1 = finished(&updates, "e1");
+        let diff = e1
+            .fields
+            .content
+            .as_ref()
+            .and_then(|c| {
+                c.iter().find_map(|c| match c {
+                    ToolCallContent::Diff(d) => Some(d.clone()),
+                    _ => None,
+                })
+            })
+            .expect("the edit's diff");
+        assert_eq!(diff.old_text.as_deref(), Some("unsaved buffer\n"));
+        assert_eq!(diff.new_text, "edited buffer\n");
+        assert_eq!(
+            finished(&updates, "w1").fields.status,
+            Some(ToolCallStatus::Completed)
+        );
+        Ok(())
+    })
+    .await;
+    // Both writes went to the editor, in order, and none to the disk.
+    let writes = seen.writes.lock().unwrap().clone();
+    assert_eq!(
+        writes,
+        [
+            (ws.join("notes.txt"), "edited buffer\n".to_string()),
+            (ws.join("sub/new.txt"), "fresh\n".to_string()),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "on disk\n"
+    );
+    assert!(!ws.join("sub/new.txt").exists());
 }
 
 /// The model's side of the main path both clients drive.
