@@ -61,6 +61,24 @@ impl HostError {
     }
 }
 
+/// A model the editor may switch a session to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelChoice {
+    /// What it is picked by (`PROVIDER:NAME`, as `--model` takes it).
+    pub id: String,
+    /// What the editor shows.
+    pub name: String,
+}
+
+/// The models a session may use, and the one it uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelMenu {
+    /// The id of the model in use; one of `choices`.
+    pub current: String,
+    /// Every model this machine can talk to now (keys set, the embedded one).
+    pub choices: Vec<ModelChoice>,
+}
+
 /// Builds sessions for the ACP agent.
 pub trait Host: Send + Sync + 'static {
     /// Opens a session that asks `approver` whenever the permission layer
@@ -82,6 +100,13 @@ pub trait HostSession: Send {
 
     /// Switches the permission mode; the sandbox follows it.
     fn set_mode(&mut self, mode: PermissionMode) -> Result<(), HostError>;
+
+    /// The models this session may switch between.
+    fn models(&self) -> ModelMenu;
+
+    /// Talks to model `id` (one of [`HostSession::models`]) from the next
+    /// call on; the conversation goes on.
+    fn set_model(&mut self, id: &str) -> Result<(), HostError>;
 
     /// Runs a slash command (`compact`, `uncompact`, `context`, `cost`,
     /// `report`, `sandbox`) and returns what it shows.

@@ -21,6 +21,7 @@ mod client_files;
 mod commands;
 mod error;
 mod host;
+mod models;
 mod modes;
 mod permission;
 mod replay;
@@ -31,7 +32,10 @@ mod updates;
 
 pub use commands::{available_commands, parse_command};
 pub use error::AcpError;
-pub use host::{ClientMcpServer, Host, HostError, HostSession, OpenRequest};
+pub use host::{
+    ClientMcpServer, Host, HostError, HostSession, ModelChoice, ModelMenu, OpenRequest,
+};
+pub use models::{MODEL_OPTION, model_option};
 pub use modes::{mode_id, mode_of, mode_state};
 pub use server::{serve, serve_stdio};
 pub use tool_calls::{tool_kind, tool_title};

@@ -6,7 +6,8 @@
 use crate::client_files::ClientFiles;
 use crate::commands::{available_commands, parse_command};
 use crate::error::AcpError;
-use crate::host::{ClientMcpServer, Host, HostSession, OpenRequest};
+use crate::host::{ClientMcpServer, Host, HostSession, ModelMenu, OpenRequest};
+use crate::models::{MODEL_OPTION, model_option};
 use crate::modes::{mode_id, mode_of, mode_state};
 use crate::permission::AcpApprover;
 use crate::replay::replay_updates;
@@ -18,8 +19,8 @@ use agent_client_protocol::v1::schema::{
     CurrentModeUpdate, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
     InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionId, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason,
+    PromptRequest, PromptResponse, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -116,6 +117,13 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
     parts.join("\n")
 }
 
+/// What opening a session tells the client.
+struct Opened {
+    id: SessionId,
+    mode: whittle_tools::PermissionMode,
+    models: ModelMenu,
+}
+
 /// Opens a session (new or loaded), registers it and answers.
 async fn open_session(
     state: Arc<State>,
@@ -123,7 +131,7 @@ async fn open_session(
     cwd: PathBuf,
     servers: Vec<McpServer>,
     resume: Option<SessionId>,
-) -> Result<(SessionId, whittle_tools::PermissionMode), agent_client_protocol::Error> {
+) -> Result<Opened, agent_client_protocol::Error> {
     if !cwd.is_absolute() {
         return Err(agent_client_protocol::Error::invalid_params()
             .data(serde_json::json!("cwd must be an absolute path")));
@@ -137,6 +145,7 @@ async fn open_session(
     let approver = Box::new(AcpApprover::new(shared.clone()));
     let mut session = state.host.open(request, approver).await.map_err(internal)?;
     let mode = session.mode();
+    let models = session.models();
     let agent = session.agent();
     let client_fs = state
         .client_fs
@@ -165,7 +174,7 @@ async fn open_session(
     if let Ok(mut map) = state.sessions.lock() {
         map.insert(id.0.to_string(), slot);
     }
-    Ok((id, mode))
+    Ok(Opened { id, mode, models })
 }
 
 /// After the answer to `session/new` or `session/load`: the commands.
@@ -258,7 +267,8 @@ fn connection(
     state: Arc<State>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
-    let (s_init, s_new, s_load, s_prompt, s_mode, s_cancel) = (
+    let (s_init, s_new, s_load, s_prompt, s_mode, s_config, s_cancel) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -299,11 +309,13 @@ fn connection(
                 cx.spawn(async move {
                     match open_session(state, task_cx.clone(), req.cwd, req.mcp_servers, None).await
                     {
-                        Ok((id, mode)) => {
+                        Ok(opened) => {
                             responder.respond(
-                                NewSessionResponse::new(id.clone()).modes(mode_state(mode)),
+                                NewSessionResponse::new(opened.id.clone())
+                                    .modes(mode_state(opened.mode))
+                                    .config_options(vec![model_option(&opened.models)]),
                             )?;
-                            announce_commands(&task_cx, &id);
+                            announce_commands(&task_cx, &opened.id);
                             Ok(())
                         }
                         Err(e) => responder.respond_with_error(e),
@@ -329,10 +341,13 @@ fn connection(
                     )
                     .await
                     {
-                        Ok((id, mode)) => {
-                            responder
-                                .respond(LoadSessionResponse::new().modes(mode_state(mode)))?;
-                            announce_commands(&task_cx, &id);
+                        Ok(opened) => {
+                            responder.respond(
+                                LoadSessionResponse::new()
+                                    .modes(mode_state(opened.mode))
+                                    .config_options(vec![model_option(&opened.models)]),
+                            )?;
+                            announce_commands(&task_cx, &opened.id);
                             Ok(())
                         }
                         Err(e) => responder.respond_with_error(e),
@@ -389,6 +404,48 @@ fn connection(
                             ));
                             responder.respond(SetSessionModeResponse::new())
                         }
+                        Err(e) => responder.respond_with_error(internal(e)),
+                    }
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let Some(slot) = s_config.slot(&req.session_id) else {
+                    return responder.respond_with_error(unknown_session(&req.session_id));
+                };
+                let wanted = match (&*req.config_id.0, req.value.as_value_id()) {
+                    (MODEL_OPTION, Some(value)) => value.0.to_string(),
+                    _ => {
+                        return responder.respond_with_error(
+                            agent_client_protocol::Error::invalid_params().data(serde_json::json!(
+                                format!(
+                                    "unknown option {} (whittle offers `{MODEL_OPTION}`)",
+                                    req.config_id.0
+                                )
+                            )),
+                        );
+                    }
+                };
+                cx.spawn(async move {
+                    // Waits for a running turn: the model changes between calls.
+                    let mut guard = slot.session.lock().await;
+                    let Some(session) = guard.as_mut() else {
+                        return responder.respond_with_error(internal("the session was closed"));
+                    };
+                    if !session.models().choices.iter().any(|c| c.id == wanted) {
+                        return responder.respond_with_error(
+                            agent_client_protocol::Error::invalid_params()
+                                .data(serde_json::json!(format!("no model {wanted} here"))),
+                        );
+                    }
+                    match session.set_model(&wanted) {
+                        Ok(()) => responder.respond(SetSessionConfigOptionResponse::new(vec![
+                            model_option(&session.models()),
+                        ])),
                         Err(e) => responder.respond_with_error(internal(e)),
                     }
                 })

@@ -5,12 +5,16 @@
 use crate::args::AgentArgs;
 use crate::config::{self, Settings};
 use crate::mcp_cmd::{self, Progress};
+use crate::providers::{connect, models_with_keys};
 use crate::setup::{self, Session};
 use crate::slash::{render_context, render_cost, uncompact_line};
 use crate::style::Style;
 use futures::future::BoxFuture;
-use whittle_acp::{ClientMcpServer, Host, HostError, HostSession, OpenRequest};
+use whittle_acp::{
+    ClientMcpServer, Host, HostError, HostSession, ModelChoice, ModelMenu, OpenRequest,
+};
 use whittle_agent::{Agent, Approver, EventSink};
+use whittle_llm::ModelSpec;
 use whittle_mcp::{McpServers, ServerEntry};
 use whittle_tools::{CancellationToken, PermissionMode};
 
@@ -187,7 +191,50 @@ impl CliSession {
     }
 }
 
+impl CliSession {
+    fn model_menu(&self) -> ModelMenu {
+        let mut specs = vec![self.session.spec.clone()];
+        specs.extend(self.settings.model.iter().map(|c| c.spec.clone()));
+        specs.extend(models_with_keys(&self.env));
+        let mut choices: Vec<ModelChoice> = Vec::new();
+        for spec in specs {
+            let id = spec.to_string();
+            if !choices.iter().any(|c| c.id == id) {
+                choices.push(ModelChoice {
+                    id,
+                    name: setup::model_label(&spec),
+                });
+            }
+        }
+        ModelMenu {
+            current: self.session.spec.to_string(),
+            choices,
+        }
+    }
+
+    fn switch_model(&mut self, id: &str) -> anyhow::Result<()> {
+        let spec: ModelSpec = id.parse()?;
+        let connection = connect(&spec, &self.settings)?;
+        let config = setup::agent_config(&self.settings, &spec, connection.context_window, "");
+        self.session
+            .agent
+            .switch_model(connection.provider, &config);
+        self.session.spec = spec;
+        self.session.local = connection.local;
+        Ok(())
+    }
+}
+
 impl HostSession for CliSession {
+    fn models(&self) -> ModelMenu {
+        self.model_menu()
+    }
+
+    fn set_model(&mut self, id: &str) -> Result<(), HostError> {
+        self.switch_model(id)
+            .map_err(|e| HostError::new(crate::render::error_line(&e)))
+    }
+
     fn agent(&mut self) -> &mut Agent {
         &mut self.session.agent
     }

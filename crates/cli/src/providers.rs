@@ -18,23 +18,31 @@ pub fn choose_model(settings: &Settings, env: Env<'_>) -> ModelSpec {
     if let Some(choice) = &settings.model {
         return choice.spec.clone();
     }
+    models_with_keys(env).swap_remove(0)
+}
+
+/// The default model of every provider this environment can reach, in the
+/// order [`choose_model`] prefers them; the embedded model, last, always.
+pub fn models_with_keys(env: Env<'_>) -> Vec<ModelSpec> {
     let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+    let mut specs = Vec::new();
     if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_AUTH_TOKEN") {
-        ModelSpec {
+        specs.push(ModelSpec {
             provider: ProviderKind::Anthropic,
             model: DEFAULT_MODEL.to_string(),
-        }
-    } else if set("OPENAI_API_KEY") {
-        ModelSpec {
+        });
+    }
+    if set("OPENAI_API_KEY") {
+        specs.push(ModelSpec {
             provider: ProviderKind::OpenAi,
             model: DEFAULT_OPENAI_MODEL.to_string(),
-        }
-    } else {
-        ModelSpec {
-            provider: ProviderKind::Local,
-            model: String::new(),
-        }
+        });
     }
+    specs.push(ModelSpec {
+        provider: ProviderKind::Local,
+        model: String::new(),
+    });
+    specs
 }
 
 /// A provider, and its model's context window when the provider knows it

@@ -42,12 +42,7 @@ impl Session {
     /// The model as a person should read it: `local` alone means the
     /// embedded default, so that one is named.
     pub fn model_label(&self) -> String {
-        if self.spec.provider == ProviderKind::Local && self.spec.model.is_empty() {
-            let name = whittle_local::DEFAULT_MODEL_FILE.trim_end_matches(".gguf");
-            format!("local:{name}")
-        } else {
-            self.spec.to_string()
-        }
+        model_label(&self.spec)
     }
 
     /// The prices `/cost` and `-p --output-format json` estimate with.
@@ -62,6 +57,17 @@ impl Session {
             self.agent.start_session()?;
         }
         Ok(())
+    }
+}
+
+/// A model as a person should read it: `local` alone means the embedded
+/// default, so that one is named.
+pub fn model_label(spec: &ModelSpec) -> String {
+    if spec.provider == ProviderKind::Local && spec.model.is_empty() {
+        let name = whittle_local::DEFAULT_MODEL_FILE.trim_end_matches(".gguf");
+        format!("local:{name}")
+    } else {
+        spec.to_string()
     }
 }
 

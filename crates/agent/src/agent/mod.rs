@@ -133,6 +133,27 @@ impl Agent {
         self.policy = policy;
     }
 
+    /// Talks to another model from the next call on (an editor's model
+    /// picker): the history and the log go on; the window, the output cap
+    /// and the compaction limits become `model`'s (the rest of it, such as
+    /// the system prompt, is not read), and subagents use it too.
+    pub fn switch_model(&mut self, provider: Arc<dyn Provider>, model: &AgentConfig) {
+        self.provider = provider.clone();
+        self.config.model = model.model.clone();
+        self.config.model_label = model.model_label.clone();
+        self.config.max_tokens = model.max_tokens;
+        self.config.context_window = model.context_window;
+        self.config.limits = model.limits.clone();
+        self.compactor.set_limits(model.limits.clone());
+        if self.tools.get(whittle_protocol::tool_names::TASK).is_some() {
+            let task = crate::TaskTool::new(provider, &self.tools, self.config.clone())
+                .with_hooks(self.hooks.clone())
+                .with_usage_meter(self.usage.clone())
+                .with_parent_policy(&self.policy);
+            self.tools.register(Arc::new(task));
+        }
+    }
+
     /// Lets an editor read and write the files the tools read and write
     /// (its unsaved buffers are what the agent then sees); the permission
     /// layer still checks every path first.

@@ -8,9 +8,10 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
     InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus,
-    WriteTextFileRequest, WriteTextFileResponse,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionConfigKind,
+    SessionConfigSelectOptions, SessionId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, TextContent, ToolCallContent,
+    ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{
     Agent, ByteStreams, Client, on_receive_notification, on_receive_request,
@@ -102,7 +103,18 @@ where
         + Send
         + 'static,
 {
+    drive_with_env(h, &[], seen, script).await;
+}
+
+/// [`drive`], with variables set for whittle besides the harness's.
+async fn drive_with_env<F>(h: &Harness, env: &[(&str, String)], seen: Seen, script: F)
+where
+    F: AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error>
+        + Send
+        + 'static,
+{
     let mut cmd = acp_command(h);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit());
@@ -363,6 +375,95 @@ async fn an_editor_reads_edits_runs_plans_cancels_loads_and_switches_mode() {
     assert!(!ws.join("blocked.txt").exists());
     assert!(seen.asked.lock().unwrap().is_empty());
     h.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_picks_the_model_and_the_conversation_goes_on() {
+    let h = Harness::new();
+    let ws = h.ws().canonicalize().unwrap();
+    h.server.push(Reply::text("First answer."));
+    h.server.push(Reply::text("Second answer."));
+    let env = [
+        ("OPENAI_API_KEY", "sk-test-openai-0000".to_string()),
+        ("OPENAI_BASE_URL", h.server.openai_base_url()),
+    ];
+    let seen = Seen::default();
+    drive_with_env(&h, &env, seen, async move |cx: ConnectionTo<Agent>| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let new = cx
+            .send_request(NewSessionRequest::new(ws.clone()))
+            .block_task()
+            .await?;
+        let id = new.session_id.clone();
+        // The picker: every model the keys reach, and the embedded one.
+        let options = new.config_options.expect("config options");
+        let picker = options
+            .iter()
+            .find(|o| &*o.id.0 == "model")
+            .expect("a model picker");
+        let SessionConfigKind::Select(select) = &picker.kind else {
+            panic!("a select: {picker:?}");
+        };
+        assert!(
+            select.current_value.0.starts_with("anthropic:"),
+            "{select:?}"
+        );
+        let SessionConfigSelectOptions::Ungrouped(choices) = &select.options else {
+            panic!("ungrouped: {select:?}");
+        };
+        let ids: Vec<&str> = choices.iter().map(|c| &*c.value.0).collect();
+        assert!(ids.contains(&"openai:gpt-5"), "{ids:?}");
+        assert!(ids.iter().any(|i| i.starts_with("local")), "{ids:?}");
+        cx.send_request(prompt(&id, "hello")).block_task().await?;
+        // Switch, and the next call goes to the other provider, with the history.
+        let switched = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                id.clone(),
+                "model",
+                "openai:gpt-5",
+            ))
+            .block_task()
+            .await?;
+        let SessionConfigKind::Select(now) = &switched.config_options[0].kind else {
+            panic!("a select");
+        };
+        assert_eq!(&*now.current_value.0, "openai:gpt-5");
+        cx.send_request(prompt(&id, "and again"))
+            .block_task()
+            .await?;
+        // A model this machine cannot reach is refused, the session unchanged.
+        let refused = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                id.clone(),
+                "model",
+                "anthropic:nope",
+            ))
+            .block_task()
+            .await;
+        assert!(refused.is_err(), "{refused:?}");
+        Ok(())
+    })
+    .await;
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        requests[0].path.ends_with("/messages"),
+        "{}",
+        requests[0].path
+    );
+    assert!(
+        requests[1].path.ends_with("/chat/completions") || requests[1].path.ends_with("/responses"),
+        "{}",
+        requests[1].path
+    );
+    assert_eq!(requests[1].body["model"], "gpt-5");
+    let body = requests[1].body.to_string();
+    assert!(
+        body.contains("hello") && body.contains("First answer"),
+        "{body}"
+    );
 }
 
 /// The tool call update that finished `id`.

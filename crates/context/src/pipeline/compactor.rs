@@ -69,6 +69,13 @@ impl Compactor {
         &self.limits
     }
 
+    /// New thresholds from the next compaction on (another model, another
+    /// window).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+        self.consecutive_over_limit = 0;
+    }
+
     /// Where removed content is saved, so a harness can read it back or show
     /// where it went.
     pub fn store(&self) -> &Store {
