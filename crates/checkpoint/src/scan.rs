@@ -2,7 +2,7 @@
 //! cache cannot vouch for, store new objects, and build one tree per
 //! directory bottom-up.
 
-use crate::cache::{CacheEntry, Stat};
+use crate::cache::{CacheEntry, CacheMap, Stat};
 use crate::error::CheckpointError;
 use crate::hash::ObjectId;
 use crate::objects::Objects;
@@ -10,8 +10,9 @@ use crate::tree::{Entry, Kind, Tree};
 use crate::untracked::{Untracked, UntrackedReason};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rayon::prelude::*;
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, FileType as RawFileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File, FileType};
 use std::io::{self, Read};
@@ -50,15 +51,25 @@ impl ScanStats {
 pub(crate) struct Scan {
     pub root: ObjectId,
     pub untracked: Vec<Untracked>,
-    pub cache: HashMap<Vec<u8>, CacheEntry>,
+    /// Stat cache entries: every file's when the scan was asked for all of
+    /// them, else only those of the files read this time.
+    pub cache: Vec<(Vec<u8>, CacheEntry)>,
+    /// Files the stat cache vouched for.
+    pub cache_hits: u64,
     pub stats: ScanStats,
 }
 
 pub(crate) struct Scanner<'a> {
     pub root: &'a Path,
     pub objects: &'a Objects,
-    pub cache: &'a HashMap<Vec<u8>, CacheEntry>,
+    pub cache: &'a CacheMap,
+    /// Every object the cache names is known to be in the store (no
+    /// collection ran since it was written): a hit needs no check.
+    pub cached_objects_present: bool,
     pub max_file_size: u64,
+    /// Return every file's cache entry (to rebuild the cache without the
+    /// entries of files that are gone), not only the new ones.
+    pub all_entries: bool,
 }
 
 /// The `.gitignore` files that apply to a directory, nearest first.
@@ -87,6 +98,7 @@ struct DirOut {
     id: Option<ObjectId>,
     untracked: Vec<Untracked>,
     cache: Vec<(Vec<u8>, CacheEntry)>,
+    cache_hits: u64,
     stats: ScanStats,
 }
 
@@ -156,7 +168,8 @@ impl Scanner<'_> {
                 .id
                 .ok_or_else(|| CheckpointError::Corrupt("no root tree".into()))?,
             untracked,
-            cache: out.cache.into_iter().collect(),
+            cache: out.cache,
+            cache_hits: out.cache_hits,
             stats: out.stats,
         })
     }
@@ -170,6 +183,15 @@ impl Scanner<'_> {
         parent_ignores: &Option<Arc<Ignores>>,
     ) -> Result<Option<DirOut>, CheckpointError> {
         let Ok(read) = fs::read_dir(abs) else {
+            return Ok(None);
+        };
+        // Files are stat'ed relative to their directory: one path
+        // component for the kernel to walk per file, not the whole path.
+        let Ok(dir_fd) = rustix::fs::open(
+            abs,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        ) else {
             return Ok(None);
         };
         let mut children: Vec<(Vec<u8>, FileType)> = Vec::new();
@@ -199,7 +221,7 @@ impl Scanner<'_> {
 
         let results: Vec<Result<(Outcome, DirOut), CheckpointError>> = children
             .par_iter()
-            .map(|(name, ft)| self.child(abs, rel, name, *ft, &ignores))
+            .map(|(name, ft)| self.child(abs, &dir_fd, rel, name, *ft, &ignores))
             .collect();
         let mut out = DirOut::default();
         let mut tree = Tree::default();
@@ -207,6 +229,7 @@ impl Scanner<'_> {
             let (outcome, sub) = r?;
             out.untracked.extend(sub.untracked);
             out.cache.extend(sub.cache);
+            out.cache_hits += sub.cache_hits;
             out.stats.add(&sub.stats);
             match outcome {
                 Outcome::Skip => {}
@@ -226,6 +249,7 @@ impl Scanner<'_> {
     fn child(
         &self,
         dir_abs: &Path,
+        dir_fd: &OwnedFd,
         dir_rel: &[u8],
         name: &[u8],
         ft: FileType,
@@ -284,22 +308,25 @@ impl Scanner<'_> {
         if ft.is_fifo() || ft.is_socket() || ft.is_block_device() || ft.is_char_device() {
             return Ok((untracked(UntrackedReason::Special), sub));
         }
-        let Ok(meta) = fs::symlink_metadata(&abs) else {
+        let Ok(raw) = rustix::fs::statat(dir_fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
             return Ok((untracked(UntrackedReason::Unreadable), sub));
         };
-        if !meta.is_file() {
+        if RawFileType::from_raw_mode(raw.st_mode) != RawFileType::RegularFile {
             return Ok((untracked(UntrackedReason::Special), sub));
         }
-        if meta.len() > self.max_file_size {
+        let stat = Stat::of_raw(&raw);
+        if stat.size > self.max_file_size {
             return Ok((untracked(UntrackedReason::TooLarge), sub));
         }
-        let stat = Stat::of(&meta);
         if let Some(hit) = self.cache.get(&rel)
             && hit.still_valid(&stat)
-            && self.objects.contains(&hit.id)
+            && (self.cached_objects_present || self.objects.contains(&hit.id))
         {
             sub.stats.files += 1;
-            sub.cache.push((rel, *hit));
+            sub.cache_hits += 1;
+            if self.all_entries {
+                sub.cache.push((rel, *hit));
+            }
             let entry = Entry {
                 name: name.to_vec(),
                 kind: Kind::File,

@@ -100,17 +100,22 @@ impl Store {
 
     fn scan(&mut self) -> Result<Scan, CheckpointError> {
         self.check_generation();
-        let scan = Scanner {
+        let all_entries = self.cache.generation != self.generation || self.cache.rebuild_due();
+        let mut scan = Scanner {
             root: &self.workspace,
             objects: &self.objects,
             cache: &self.cache.entries,
+            cached_objects_present: self.cache.generation == self.generation,
             max_file_size: self.options.max_file_size,
+            all_entries,
         }
         .run()?;
-        if scan.cache != self.cache.entries || self.cache.generation != self.generation {
-            self.cache.entries = scan.cache.clone();
-            self.cache.generation = self.generation;
-            self.cache.save(&self.dir.join("index"))?;
+        let index = self.dir.join("index");
+        let entries = std::mem::take(&mut scan.cache);
+        if all_entries {
+            self.cache.replace(&index, entries, self.generation)?;
+        } else {
+            self.cache.record(&index, entries, scan.cache_hits)?;
         }
         Ok(scan)
     }

@@ -275,3 +275,92 @@ fn rewind_across_a_compaction_gives_back_the_original_messages() {
     assert!(!last.to_string().contains("THE SUMMARY"));
     h.assert_clean();
 }
+
+/// The answer to a request of one of two concurrent sessions: its bash
+/// command first, then a last word. Which session it is, its first message says.
+fn two_sessions_reply(req: &testkit::RecordedRequest) -> testkit::Step {
+    let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
+    let task = messages.first().map(content_text).unwrap_or_default();
+    let (mine, theirs) = if task.contains("session A") {
+        ("a", "b")
+    } else {
+        ("b", "a")
+    };
+    if messages.len() == 1 {
+        // Each writes its file, then waits for the other's: both run at once.
+        let command = format!(
+            "echo {mine} > {mine}.txt && for i in $(seq 200); do [ -e {theirs}.txt ] && break; sleep 0.05; done"
+        );
+        Reply::tool_use(format!("{mine}1"), "bash", json!({ "command": command })).into()
+    } else {
+        Reply::text(format!("{mine} done")).into()
+    }
+}
+
+#[test]
+fn two_sessions_at_once_each_rewind_their_own_changes() {
+    let h = Harness::new();
+    project(&h, true);
+    let before = tree(h.ws());
+    h.server.set_fallback(two_sessions_reply);
+    let args = ["--permission-mode", "yolo", "--output-format", "json", "-p"];
+    let a = h.spawn_with_stdin(&[&args[..], &["session A"]].concat(), "");
+    let b = h.spawn_with_stdin(&[&args[..], &["session B"]].concat(), "");
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_success(&a);
+    assert_success(&b);
+    let a: Value = serde_json::from_str(stdout(&a).trim()).unwrap();
+    let b: Value = serde_json::from_str(stdout(&b).trim()).unwrap();
+    assert!(h.ws().join("a.txt").exists() && h.ws().join("b.txt").exists());
+
+    // Each session lists its own checkpoints, all readable.
+    let mut starts = Vec::new();
+    for result in [&b, &a] {
+        let session = result["session_id"].as_str().unwrap();
+        let list = sub(&h, &["rewind", "--list", "--json", "--session", session]);
+        assert_success(&list);
+        let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+        let list = list.as_array().unwrap();
+        assert_eq!(list.len(), 2, "{list:?}");
+        assert!(list.iter().all(|c| c["session"] == session), "{list:?}");
+        assert_eq!(list[0]["tool_call_id"], Value::Null);
+        starts.push((
+            session.to_string(),
+            list[0]["id"].as_str().unwrap().to_string(),
+        ));
+    }
+    // B rewinds to before its command: its file goes.
+    let (session, start) = &starts[0];
+    let out = sub(
+        &h,
+        &[
+            "rewind",
+            "--session",
+            session,
+            "--to",
+            start,
+            "--code",
+            "--yes",
+        ],
+    );
+    assert_success(&out);
+    assert!(!h.ws().join("b.txt").exists());
+    // A too, and the tree is as it was before either ran.
+    let (session, start) = &starts[1];
+    let out = sub(
+        &h,
+        &[
+            "rewind",
+            "--session",
+            session,
+            "--to",
+            start,
+            "--code",
+            "--yes",
+        ],
+    );
+    assert_success(&out);
+    assert!(!h.ws().join("a.txt").exists());
+    assert_eq!(without_target(tree(h.ws())), without_target(before));
+    h.assert_clean();
+}
