@@ -2,7 +2,8 @@
 //! git CLI on a side repository (`git --git-dir=SIDE --work-tree=TREE add
 //! -A && git write-tree`), on one generated tree: a first snapshot, and
 //! one after 10 files changed. `WHITTLE_BENCH_FILES` sets the tree's size
-//! (default 100,000 files, 100 per folder).
+//! (default 100,000 files, 100 per folder); `WHITTLE_BENCH_TREE` names a
+//! real folder to copy and use instead (e.g. `~/.cargo/registry/src`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -36,13 +37,28 @@ fn make_tree(root: &Path, n: usize) {
     }
 }
 
-fn touch_ten(root: &Path, n: usize, round: u64) {
+/// Every regular file under `root`, for picking which to change.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap().flatten() {
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn touch_ten(files: &[PathBuf], round: u64) {
     for k in 0..10 {
-        let i = (k * 9973 + round as usize * 31) % n;
-        let path = root
-            .join(format!("d{:04}", i / 100))
-            .join(format!("f{:03}.txt", i % 100));
-        fs::write(&path, format!("changed in round {round}\n")).unwrap();
+        let i = (k * 9973 + round as usize * 31) % files.len();
+        fs::write(&files[i], format!("changed in round {round}\n")).unwrap();
     }
 }
 
@@ -75,15 +91,35 @@ fn git_init(side: &Path) {
 }
 
 fn bench(c: &mut Criterion) {
-    let n = files();
     let base = tempfile::tempdir().unwrap();
     let tree = base.path().join("tree");
-    fs::create_dir(&tree).unwrap();
-    make_tree(&tree, n);
+    let name = match std::env::var_os("WHITTLE_BENCH_TREE") {
+        Some(real) => {
+            let out = Command::new("cp")
+                .arg("-a")
+                .arg(&real)
+                .arg(&tree)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            "real_tree".to_string()
+        }
+        None => {
+            fs::create_dir(&tree).unwrap();
+            make_tree(&tree, files());
+            format!("{}_files", files())
+        }
+    };
+    let all_files = files_under(&tree);
+    eprintln!("{} files in the tree", all_files.len());
     let store_dir: PathBuf = base.path().join("store");
     let side = base.path().join("side.git");
 
-    let mut group = c.benchmark_group(format!("snapshot_{n}_files"));
+    let mut group = c.benchmark_group(format!("snapshot_{name}"));
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     group.bench_function("first/whittle", |b| {
@@ -113,6 +149,28 @@ fn bench(c: &mut Criterion) {
     });
 
     let mut round = 0u64;
+    // Every file stat'ed, as the git CLI does (no watcher).
+    let _ = fs::remove_dir_all(&store_dir);
+    let unwatched = Options {
+        watch_changes: false,
+        ..Options::default()
+    };
+    let mut store = Store::open(&tree, &store_dir, unwatched).unwrap();
+    store.snapshot(None).unwrap();
+    group.bench_function("after_10_changed/whittle_unwatched", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                touch_ten(&all_files, round);
+                let start = Instant::now();
+                store.snapshot(None).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    drop(store);
     // Files changed within the racy window are read again, as git does.
     let mut most_hashed = 0;
     let _ = fs::remove_dir_all(&store_dir);
@@ -123,7 +181,7 @@ fn bench(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 round += 1;
-                touch_ten(&tree, n, round);
+                touch_ten(&all_files, round);
                 let start = Instant::now();
                 let c = store.snapshot(None).unwrap();
                 total += start.elapsed();
@@ -140,7 +198,7 @@ fn bench(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 round += 1;
-                touch_ten(&tree, n, round);
+                touch_ten(&all_files, round);
                 let start = Instant::now();
                 git_snapshot(&side, &tree);
                 total += start.elapsed();

@@ -62,6 +62,7 @@ mod scan;
 mod store;
 mod tree;
 mod untracked;
+mod watch;
 
 pub use checkpoint::{Checkpoint, CheckpointId};
 pub use diff::DiffStat;

@@ -32,15 +32,9 @@ pub(crate) fn temp_name(prefix: &str) -> String {
 
 impl Objects {
     pub(crate) fn open(dir: PathBuf) -> Result<Objects, CheckpointError> {
+        // The 256 fan-out folders are made as objects first need them:
+        // opening a store for a short session costs no mkdir storm.
         fs::create_dir_all(&dir).map_err(CheckpointError::store(&dir))?;
-        for b in 0..=255u8 {
-            let sub = dir.join(format!("{b:02x}"));
-            match fs::create_dir(&sub) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(CheckpointError::store(sub)(e)),
-            }
-        }
         Ok(Objects {
             dir,
             present: Mutex::new(HashSet::new()),
@@ -95,10 +89,22 @@ impl Objects {
         let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
         let temp = parent.join(temp_name(".obj-"));
         let written = (|| {
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)?;
+            let create = || {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)
+            };
+            let mut f = match create() {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match fs::create_dir(&parent) {
+                        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                        _ => {}
+                    }
+                    create()?
+                }
+                other => other?,
+            };
             f.write_all(bytes)?;
             drop(f);
             fs::rename(&temp, &path)

@@ -8,18 +8,21 @@ use crate::hash::ObjectId;
 use crate::objects::Objects;
 use crate::tree::{Entry, Kind, Tree};
 use crate::untracked::{Untracked, UntrackedReason};
+use crate::watch::Watcher;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rayon::prelude::*;
 use rustix::fd::OwnedFd;
 use rustix::fs::{AtFlags, FileType as RawFileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs::{self, File, FileType};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// What one snapshot's pass over the workspace cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +38,10 @@ pub struct ScanStats {
     pub objects_written: u64,
     /// Bytes those objects take.
     pub bytes_written: u64,
+    /// Directories listed and their files stat'ed; the others were
+    /// reused as the watcher reported nothing in them.
+    #[serde(default)]
+    pub dirs_scanned: u64,
 }
 
 impl ScanStats {
@@ -44,6 +51,7 @@ impl ScanStats {
         self.bytes_hashed += other.bytes_hashed;
         self.objects_written += other.objects_written;
         self.bytes_written += other.bytes_written;
+        self.dirs_scanned += other.dirs_scanned;
     }
 }
 
@@ -57,8 +65,35 @@ pub(crate) struct Scan {
     /// Files the stat cache vouched for.
     pub cache_hits: u64,
     pub stats: ScanStats,
+    /// What each directory held, for the next scan to reuse while nothing
+    /// happens in it (only directories the watcher watches).
+    pub memos: Vec<(Vec<u8>, Arc<DirMemo>)>,
 }
 
+/// One directory as a full scan found it: reused as it is while the
+/// watcher reports nothing in it (its subdirectories are still visited).
+#[derive(Debug)]
+pub(crate) struct DirMemo {
+    /// Its inode: a directory replaced at the same path is not this one.
+    ino: u64,
+    id: ObjectId,
+    tree: Tree,
+    /// Its own entries that are not kept (not those of subdirectories).
+    untracked: Vec<Untracked>,
+    /// Its own files and symlinks.
+    files: u64,
+    /// Its own files the stat cache holds.
+    cached_files: u64,
+    /// The `.gitignore`s in force for its entries.
+    ignores: Option<Arc<Ignores>>,
+}
+
+/// Directory (relative, as bytes) to what it held.
+pub(crate) type Memo = HashMap<Vec<u8>, Arc<DirMemo>>;
+
+static EMPTY_MEMO: LazyLock<Memo> = LazyLock::new(Memo::new);
+
+#[derive(Clone, Copy)]
 pub(crate) struct Scanner<'a> {
     pub root: &'a Path,
     pub objects: &'a Objects,
@@ -70,10 +105,18 @@ pub(crate) struct Scanner<'a> {
     /// Return every file's cache entry (to rebuild the cache without the
     /// entries of files that are gone), not only the new ones.
     pub all_entries: bool,
+    /// Directories as the last scan found them; empty when none may be
+    /// reused.
+    pub memo: &'a Memo,
+    /// Directories something happened in since the last scan.
+    pub dirty: &'a HashSet<Vec<u8>>,
+    /// Watches each directory scanned in full, when there is a watcher.
+    pub watcher: Option<&'a Mutex<Watcher>>,
 }
 
 /// The `.gitignore` files that apply to a directory, nearest first.
-struct Ignores {
+#[derive(Debug)]
+pub(crate) struct Ignores {
     matcher: Gitignore,
     parent: Option<Arc<Ignores>>,
 }
@@ -100,6 +143,18 @@ struct DirOut {
     cache: Vec<(Vec<u8>, CacheEntry)>,
     cache_hits: u64,
     stats: ScanStats,
+    memos: Vec<(Vec<u8>, Arc<DirMemo>)>,
+}
+
+impl DirOut {
+    /// Takes in what a subdirectory's scan found.
+    fn absorb(&mut self, sub: DirOut) {
+        self.untracked.extend(sub.untracked);
+        self.cache.extend(sub.cache);
+        self.cache_hits += sub.cache_hits;
+        self.stats.add(&sub.stats);
+        self.memos.extend(sub.memos);
+    }
 }
 
 enum Outcome {
@@ -152,8 +207,9 @@ impl Scanner<'_> {
         } else {
             None
         };
+        let root_ino = fs::symlink_metadata(self.root).ok().map(|m| m.ino());
         let out =
-            self.dir(self.root, &[], &ignores)?
+            self.dir(self.root, &[], root_ino, &ignores)?
                 .ok_or_else(|| match fs::read_dir(self.root) {
                     Err(e) => CheckpointError::workspace(self.root)(e),
                     Ok(_) => CheckpointError::Workspace {
@@ -171,6 +227,7 @@ impl Scanner<'_> {
             cache: out.cache,
             cache_hits: out.cache_hits,
             stats: out.stats,
+            memos: out.memos,
         })
     }
 
@@ -180,8 +237,19 @@ impl Scanner<'_> {
         &self,
         abs: &Path,
         rel: &[u8],
+        ino: Option<u64>,
         parent_ignores: &Option<Arc<Ignores>>,
     ) -> Result<Option<DirOut>, CheckpointError> {
+        if let Some(memo) = self.memo.get(rel)
+            && ino == Some(memo.ino)
+            && !self.dirty.contains(rel)
+        {
+            return self.dir_from_memo(abs, rel, memo);
+        }
+        let watched = self
+            .watcher
+            .and_then(|w| w.lock().ok())
+            .is_some_and(|mut w| w.watch(abs, rel));
         let Ok(read) = fs::read_dir(abs) else {
             return Ok(None);
         };
@@ -224,17 +292,26 @@ impl Scanner<'_> {
             .map(|(name, ft)| self.child(abs, &dir_fd, rel, name, *ft, &ignores))
             .collect();
         let mut out = DirOut::default();
+        out.stats.dirs_scanned = 1;
         let mut tree = Tree::default();
+        let (mut own_untracked, mut own_files, mut own_cached) = (Vec::new(), 0, 0);
         for r in results {
             let (outcome, sub) = r?;
-            out.untracked.extend(sub.untracked);
-            out.cache.extend(sub.cache);
-            out.cache_hits += sub.cache_hits;
-            out.stats.add(&sub.stats);
+            match &outcome {
+                Outcome::Tracked(e) if e.kind == Kind::Dir => {}
+                _ => {
+                    own_files += sub.stats.files;
+                    own_cached += sub.cache_hits + sub.stats.files_hashed;
+                }
+            }
+            out.absorb(sub);
             match outcome {
                 Outcome::Skip => {}
                 Outcome::Tracked(e) => tree.entries.push(e),
-                Outcome::Untracked(u) => out.untracked.push(u),
+                Outcome::Untracked(u) => {
+                    own_untracked.push(u.clone());
+                    out.untracked.push(u);
+                }
             }
         }
         let (id, written) = self.objects.write(&tree.encode())?;
@@ -243,7 +320,88 @@ impl Scanner<'_> {
             out.stats.bytes_written += written;
         }
         out.id = Some(id);
+        if let (true, Some(ino)) = (watched, ino) {
+            let memo = DirMemo {
+                ino,
+                id,
+                tree,
+                untracked: own_untracked,
+                files: own_files,
+                cached_files: own_cached,
+                ignores,
+            };
+            out.memos.push((rel.to_vec(), Arc::new(memo)));
+        }
         Ok(Some(out))
+    }
+
+    /// A directory nothing happened in: its own entries as they were, its
+    /// subdirectories visited (something may have happened in them).
+    fn dir_from_memo(
+        &self,
+        abs: &Path,
+        rel: &[u8],
+        memo: &Arc<DirMemo>,
+    ) -> Result<Option<DirOut>, CheckpointError> {
+        let mut out = DirOut::default();
+        out.stats.files += memo.files;
+        out.cache_hits += memo.cached_files;
+        out.untracked.extend(memo.untracked.iter().cloned());
+        let mut changed: Option<Tree> = None;
+        for (i, entry) in memo.tree.entries.iter().enumerate() {
+            if entry.kind != Kind::Dir {
+                continue;
+            }
+            let sub_abs = abs.join(OsStr::from_bytes(&entry.name));
+            let sub_rel = join_rel(rel, &entry.name);
+            let sub_ino = self.memo.get(&sub_rel).map(|m| m.ino);
+            let Some(sub) = self.dir(&sub_abs, &sub_rel, sub_ino, &memo.ignores)? else {
+                // Its parent would have heard of a change; scan in full.
+                return self.dir_unmemoized(abs, rel);
+            };
+            let id = sub.id;
+            out.absorb(sub);
+            if id != Some(entry.id) {
+                let tree = changed.get_or_insert_with(|| memo.tree.clone());
+                if let (Some(slot), Some(id)) = (tree.entries.get_mut(i), id) {
+                    slot.id = id;
+                }
+            }
+        }
+        let Some(tree) = changed else {
+            out.id = Some(memo.id);
+            out.memos.push((rel.to_vec(), memo.clone()));
+            return Ok(Some(out));
+        };
+        let (id, written) = self.objects.write(&tree.encode())?;
+        if written > 0 {
+            out.stats.objects_written += 1;
+            out.stats.bytes_written += written;
+        }
+        out.id = Some(id);
+        let updated = DirMemo {
+            ino: memo.ino,
+            id,
+            tree,
+            untracked: memo.untracked.clone(),
+            files: memo.files,
+            cached_files: memo.cached_files,
+            ignores: memo.ignores.clone(),
+        };
+        out.memos.push((rel.to_vec(), Arc::new(updated)));
+        Ok(Some(out))
+    }
+
+    /// Scans `rel` in full, whatever the memo says.
+    fn dir_unmemoized(&self, abs: &Path, rel: &[u8]) -> Result<Option<DirOut>, CheckpointError> {
+        let Some(memo) = self.memo.get(rel) else {
+            return self.dir(abs, rel, None, &None);
+        };
+        let scanner = Scanner {
+            memo: &EMPTY_MEMO,
+            ..*self
+        };
+        scanner.dir(abs, rel, Some(memo.ino), &memo.ignores)
     }
 
     fn child(
@@ -274,7 +432,7 @@ impl Scanner<'_> {
             let Ok(meta) = fs::symlink_metadata(&abs) else {
                 return Ok((untracked(UntrackedReason::Unreadable), sub));
             };
-            return Ok(match self.dir(&abs, &rel, ignores)? {
+            return Ok(match self.dir(&abs, &rel, Some(meta.ino()), ignores)? {
                 None => (untracked(UntrackedReason::Unreadable), sub),
                 Some(d) => {
                     let entry = Entry {

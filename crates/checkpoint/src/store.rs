@@ -1,4 +1,4 @@
-use crate::cache::{StatCache, write_atomic};
+use crate::cache::{Stat, StatCache, write_atomic};
 use crate::checkpoint::{Checkpoint, CheckpointId, Record};
 use crate::diff::{self, DiffStat, empty_tree_id, load_tree};
 use crate::error::CheckpointError;
@@ -8,14 +8,16 @@ use crate::lock::StoreLock;
 use crate::objects::Objects;
 use crate::options::Options;
 use crate::restore::{RestoreReport, Restorer};
-use crate::scan::{Scan, Scanner};
+use crate::scan::{Memo, Scan, Scanner};
 use crate::tree::Kind;
 use crate::untracked::{self, Untracked};
+use crate::watch::{Changes, Watcher};
 use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Checkpoints of one workspace, kept in a store folder (the agent uses
@@ -34,6 +36,13 @@ pub struct Store {
     /// This store's newest checkpoint: the next one's diff stat is
     /// against it.
     last: Option<CheckpointId>,
+    /// Tells which directories changed since the last snapshot; `None`
+    /// when the kernel gives no watcher (every snapshot stats every file).
+    watcher: Option<Mutex<Watcher>>,
+    /// The directories as the last snapshot found them.
+    memo: Memo,
+    /// `.git/info/exclude` as the last snapshot saw it (not watched).
+    exclude_seen: Option<Stat>,
 }
 
 fn unix_ms() -> u64 {
@@ -71,6 +80,11 @@ impl Store {
             // No collection since it was written: its objects are there.
             objects.mark_present(cache.entries.values().map(|e| e.id));
         }
+        let watcher = options
+            .watch_changes
+            .then(Watcher::new)
+            .flatten()
+            .map(Mutex::new);
         Ok(Store {
             workspace: workspace.to_path_buf(),
             dir: store_dir.to_path_buf(),
@@ -79,6 +93,9 @@ impl Store {
             cache,
             generation,
             last: None,
+            watcher,
+            memo: Memo::new(),
+            exclude_seen: None,
         })
     }
 
@@ -101,6 +118,17 @@ impl Store {
     fn scan(&mut self) -> Result<Scan, CheckpointError> {
         self.check_generation();
         let all_entries = self.cache.generation != self.generation || self.cache.rebuild_due();
+        let changes = match &self.watcher {
+            Some(watcher) => watcher.lock().map(|mut w| w.changes()).unwrap_or_default(),
+            None => Changes::default(),
+        };
+        let exclude = fs::symlink_metadata(self.workspace.join(".git/info/exclude"))
+            .ok()
+            .map(|m| Stat::of(&m));
+        if changes.all || all_entries || self.watcher.is_none() || exclude != self.exclude_seen {
+            self.memo.clear();
+        }
+        self.exclude_seen = exclude;
         let mut scan = Scanner {
             root: &self.workspace,
             objects: &self.objects,
@@ -108,8 +136,12 @@ impl Store {
             cached_objects_present: self.cache.generation == self.generation,
             max_file_size: self.options.max_file_size,
             all_entries,
+            memo: &self.memo,
+            dirty: &changes.dirs,
+            watcher: self.watcher.as_ref(),
         }
         .run()?;
+        self.memo = std::mem::take(&mut scan.memos).into_iter().collect();
         let index = self.dir.join("index");
         let entries = std::mem::take(&mut scan.cache);
         if all_entries {

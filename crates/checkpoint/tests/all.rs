@@ -10,3 +10,4 @@ mod incremental;
 mod props;
 mod scenario;
 mod untracked;
+mod watched;

@@ -20,6 +20,7 @@ fn ignored_and_oversized_paths_survive_a_restore_untouched() {
     write(root, "big.bin", &"x".repeat(5000));
     let options = Options {
         max_file_size: 4096,
+        ..Options::default()
     };
     let mut store = Store::open(root, &root.join(".whittle/checkpoints"), options).unwrap();
     let first = store.snapshot(None).unwrap();
