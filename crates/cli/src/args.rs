@@ -56,7 +56,8 @@ Models (--model PROVIDER:NAME, or `model` in the config, or WHITTLE_MODEL):
 Configuration, later wins: ~/.config/whittle/config.toml, then .whittle/config.toml
 in the workspace, then the environment, then these flags. Keys: model,
 permission_mode, allow = [...], max_turns, max_tokens, preset, system_prompt_extra,
-auto_compact_fraction, reserved_output_tokens, thinking, effort, status_line, [[hooks]],
+auto_compact_fraction, reserved_output_tokens, thinking, effort, status_line,
+checkpoint_max_file_mb (default 16), [[hooks]],
 [models.\"NAME\"], [sandbox] (mode, network, writable_roots, read_roots,
 hide_env), [mcp_servers.NAME] (see `whittle mcp --help`) and mcp_schema_share.
 

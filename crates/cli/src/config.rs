@@ -62,6 +62,8 @@ pub struct Settings {
     pub allow: Vec<String>,
     /// Model calls per task.
     pub max_turns: u32,
+    /// Files over this many bytes are listed in a checkpoint, not kept.
+    pub checkpoint_max_file_size: u64,
     /// Output tokens per call, when configured.
     pub max_tokens: Option<u32>,
     /// The preset, if any.
@@ -182,6 +184,7 @@ pub fn resolve(
         permission_mode: PermissionMode::Default,
         allow: Vec::new(),
         max_turns: DEFAULT_MAX_TURNS,
+        checkpoint_max_file_size: whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
         max_tokens: None,
         preset: None,
         system_prompt_extra: None,
@@ -219,6 +222,10 @@ pub fn resolve(
         s.allow.extend(c.allow);
         if let Some(n) = c.max_turns {
             s.max_turns = n;
+        }
+        if let Some(mb) = c.checkpoint_max_file_mb {
+            // At least 1 MiB: a project's config cannot turn keeping off.
+            s.checkpoint_max_file_size = mb.max(1).saturating_mul(1024 * 1024);
         }
         if let Some(n) = c.max_tokens {
             s.max_tokens = Some(n);
@@ -345,6 +352,7 @@ permission_mode = "read-only"
 allow = ["bash(git status*)"]
 max_turns = 10
 auto_compact_fraction = 0.5
+checkpoint_max_file_mb = 64
 [[hooks]]
 event = "PreToolUse"
 command = "true"
@@ -376,6 +384,7 @@ preset = "teaching"
             ["bash(git status*)", "edit_file", "bash(cargo test)"]
         );
         assert_eq!(s.max_turns, 10);
+        assert_eq!(s.checkpoint_max_file_size, 64 * 1024 * 1024);
         assert_eq!(s.max_tokens, Some(1000));
         assert_eq!(s.preset, Some(Preset::Teaching));
         assert_eq!(s.hooks.len(), 1);

@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub allow: Vec<String>,
     /// Model calls per task.
     pub max_turns: Option<u32>,
+    /// Files larger than this many MiB are not kept in checkpoints.
+    pub checkpoint_max_file_mb: Option<u64>,
     /// Output tokens per call.
     pub max_tokens: Option<u32>,
     /// `teaching`, or `default` for none.

@@ -25,6 +25,19 @@ use whittle_context::{
 use whittle_protocol::Redactor;
 
 /// The newest session of the workspace, or the one `id` names.
+/// The checkpoint size cap the sessions here use: the configured one (as
+/// a session would read it), else the default.
+fn max_file_size(workspace: &Path) -> u64 {
+    let args = crate::args::AgentArgs {
+        cwd: Some(workspace.to_path_buf()),
+        ..Default::default()
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    crate::config::load(&args, &env, None)
+        .map(|s| s.checkpoint_max_file_size)
+        .unwrap_or(whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE)
+}
+
 fn session_log(workspace: &Path, id: Option<&str>) -> anyhow::Result<PathBuf> {
     let dir = workspace.join(".whittle").join("sessions");
     find_session(&dir, id).map_err(|e| match id {
@@ -141,7 +154,7 @@ pub fn rewind(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     }
     let style = Style::detect(std::io::stdout().is_terminal());
     if scope.code() {
-        let mut store = open_checkpoint_store(&workspace)?;
+        let mut store = open_checkpoint_store(&workspace, max_file_size(&workspace))?;
         let id: CheckpointId = to.parse()?;
         let report = store.restore(&id)?;
         // Logged, so the picker offers to undo it.
@@ -268,7 +281,7 @@ pub fn diff(args: &DiffArgs) -> anyhow::Result<ExitCode> {
 /// through a pager on a terminal, plain otherwise.
 pub fn show_diff(workspace: &Path, since: &str) -> anyhow::Result<()> {
     let id: CheckpointId = since.parse()?;
-    let mut store = open_checkpoint_store(workspace)?;
+    let mut store = open_checkpoint_store(workspace, max_file_size(workspace))?;
     let text = store.unified_diff(&id, None)?;
     if text.is_empty() {
         out_line(&format!("no change since checkpoint {id}"));
@@ -340,7 +353,7 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
         out_line("no checkpoint store here: nothing to collect");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut store = open_checkpoint_store(&workspace)?;
+    let mut store = open_checkpoint_store(&workspace, max_file_size(&workspace))?;
     let report = store.gc(GcLimits {
         max_bytes: Some(args.max_bytes),
         max_age: Some(Duration::from_secs(args.max_age.saturating_mul(86_400))),

@@ -197,7 +197,7 @@ pub fn open(
         .with_approver(approver)
         .with_hooks(hooks)
         .with_usage_meter(usage)
-        .with_checkpoints();
+        .with_checkpoints(settings.checkpoint_max_file_size);
     let resumed = match session_to_resume(settings, args)? {
         Some(path) => {
             let resumed = agent.resume_session(&path)?;

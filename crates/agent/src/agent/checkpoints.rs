@@ -44,14 +44,21 @@ pub fn checkpoints_refused(workspace: &Path) -> Option<&'static str> {
     (ws == home).then_some("the workspace is your home folder")
 }
 
-/// Opens the workspace's store, after the checks the agent makes.
-pub fn open_checkpoint_store(workspace: &Path) -> Result<Store, CheckpointError> {
-    Store::open(
-        workspace,
-        &checkpoint_store_dir(workspace),
-        Options::default(),
-    )
+/// Opens the workspace's store, after the checks the agent makes; files
+/// over `max_file_size` bytes are listed, not kept.
+pub fn open_checkpoint_store(
+    workspace: &Path,
+    max_file_size: u64,
+) -> Result<Store, CheckpointError> {
+    let options = Options {
+        max_file_size,
+        ..Options::default()
+    };
+    Store::open(workspace, &checkpoint_store_dir(workspace), options)
 }
+
+/// The size over which a file is not kept, unless configured.
+pub const DEFAULT_CHECKPOINT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024;
 
 /// Collects with the default limits when the last collection is more than
 /// a day old (or never ran); `None` when it was not due.
@@ -79,6 +86,8 @@ pub(super) struct Checkpoints {
     state: State,
     /// Whether this turn's start was saved.
     turn_saved: bool,
+    /// Files over this many bytes are listed, not kept.
+    max_file_size: u64,
 }
 
 #[derive(Default)]
@@ -117,8 +126,9 @@ async fn with_store<T: Send + 'static>(
 impl Agent {
     /// Saves the workspace's files around every tool that may write, from
     /// now on (the CLI asks for it in every mode).
-    pub fn with_checkpoints(mut self) -> Self {
+    pub fn with_checkpoints(mut self, max_file_size: u64) -> Self {
         self.checkpoints.state = State::Wanted;
+        self.checkpoints.max_file_size = max_file_size;
         self
     }
 
@@ -147,8 +157,9 @@ impl Agent {
             )));
             return false;
         }
+        let max_file_size = self.checkpoints.max_file_size;
         let opened = tokio::task::spawn_blocking(move || {
-            let mut store = open_checkpoint_store(&workspace)?;
+            let mut store = open_checkpoint_store(&workspace, max_file_size)?;
             let gc = gc_if_due(&mut store, &workspace);
             Ok::<_, CheckpointError>((store, gc))
         })
