@@ -5,7 +5,7 @@ use agent_client_protocol::v1::schema::{
 };
 
 /// Name, description, and the hint for its argument when it takes one.
-const COMMANDS: [(&str, &str, Option<&str>); 6] = [
+const COMMANDS: [(&str, &str, Option<&str>); 8] = [
     (
         "compact",
         "Summarize the conversation now",
@@ -30,6 +30,16 @@ const COMMANDS: [(&str, &str, Option<&str>); 6] = [
     (
         "sandbox",
         "What commands may write and read, the network, and a self-test",
+        None,
+    ),
+    (
+        "rewind",
+        "List the points to go back to; /rewind N [code|conversation] goes back",
+        Some("a point's number, then code or conversation (default both)"),
+    ),
+    (
+        "diff",
+        "What this session changed in the files since its first checkpoint",
         None,
     ),
 ];

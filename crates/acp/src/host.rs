@@ -79,6 +79,17 @@ pub struct ModelMenu {
     pub choices: Vec<ModelChoice>,
 }
 
+/// A logged session an editor may load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedSession {
+    /// Its id, for `session/load`.
+    pub id: String,
+    /// Its workspace.
+    pub cwd: PathBuf,
+    /// When it was last written, as RFC 3339 (UTC).
+    pub updated_at: String,
+}
+
 /// Builds sessions for the ACP agent.
 pub trait Host: Send + Sync + 'static {
     /// Opens a session that asks `approver` whenever the permission layer
@@ -88,6 +99,9 @@ pub trait Host: Send + Sync + 'static {
         request: OpenRequest,
         approver: Box<dyn Approver>,
     ) -> BoxFuture<'_, Result<Box<dyn HostSession>, HostError>>;
+
+    /// The sessions logged in workspace `cwd`, newest first.
+    fn list_sessions(&self, cwd: &std::path::Path) -> Vec<ListedSession>;
 }
 
 /// One open session: the agent and what the front end adds around it.
@@ -109,7 +123,7 @@ pub trait HostSession: Send {
     fn set_model(&mut self, id: &str) -> Result<(), HostError>;
 
     /// Runs a slash command (`compact`, `uncompact`, `context`, `cost`,
-    /// `report`, `sandbox`) and returns what it shows.
+    /// `report`, `sandbox`, `rewind`, `diff`) and returns what it shows.
     fn command<'a>(
         &'a mut self,
         name: &'a str,

@@ -33,7 +33,8 @@ mod updates;
 pub use commands::{available_commands, parse_command};
 pub use error::AcpError;
 pub use host::{
-    ClientMcpServer, Host, HostError, HostSession, ModelChoice, ModelMenu, OpenRequest,
+    ClientMcpServer, Host, HostError, HostSession, ListedSession, ModelChoice, ModelMenu,
+    OpenRequest,
 };
 pub use models::{MODEL_OPTION, model_option};
 pub use modes::{mode_id, mode_of, mode_state};

@@ -17,9 +17,10 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, ContentBlock,
     CurrentModeUpdate, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionId, SessionInfo, SessionListCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -267,7 +268,8 @@ fn connection(
     state: Arc<State>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
-    let (s_init, s_new, s_load, s_prompt, s_mode, s_config, s_cancel) = (
+    let (s_init, s_new, s_load, s_prompt, s_mode, s_config, s_list, s_cancel) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -287,6 +289,9 @@ fn connection(
                 }
                 let capabilities = AgentCapabilities::new()
                     .load_session(true)
+                    .session_capabilities(
+                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    )
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                     .mcp_capabilities(McpCapabilities::new().http(true));
                 responder.respond(
@@ -449,6 +454,29 @@ fn connection(
                         Err(e) => responder.respond_with_error(internal(e)),
                     }
                 })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest,
+                        responder: Responder<ListSessionsResponse>,
+                        _cx: ConnectionTo<Client>| {
+                let cwd = match req.cwd.or_else(|| std::env::current_dir().ok()) {
+                    Some(cwd) if cwd.is_absolute() => cwd,
+                    _ => {
+                        return responder.respond_with_error(
+                            agent_client_protocol::Error::invalid_params()
+                                .data(serde_json::json!("cwd must be an absolute path")),
+                        );
+                    }
+                };
+                let sessions = s_list
+                    .host
+                    .list_sessions(&cwd)
+                    .into_iter()
+                    .map(|s| SessionInfo::new(s.id, s.cwd).updated_at(s.updated_at))
+                    .collect();
+                responder.respond(ListSessionsResponse::new(sessions))
             },
             on_receive_request!(),
         )

@@ -11,7 +11,8 @@ use crate::slash::{render_context, render_cost, uncompact_line};
 use crate::style::Style;
 use futures::future::BoxFuture;
 use whittle_acp::{
-    ClientMcpServer, Host, HostError, HostSession, ModelChoice, ModelMenu, OpenRequest,
+    ClientMcpServer, Host, HostError, HostSession, ListedSession, ModelChoice, ModelMenu,
+    OpenRequest,
 };
 use whittle_agent::{Agent, Approver, EventSink};
 use whittle_llm::ModelSpec;
@@ -106,6 +107,18 @@ fn server_entry(server: ClientMcpServer) -> (String, ServerEntry) {
 }
 
 impl Host for CliHost {
+    fn list_sessions(&self, cwd: &std::path::Path) -> Vec<ListedSession> {
+        let dir = crate::config::state_dir_of(cwd).join("sessions");
+        whittle_agent::list_sessions(&dir)
+            .into_iter()
+            .map(|s| ListedSession {
+                id: s.id,
+                cwd: cwd.to_path_buf(),
+                updated_at: crate::rewind_cmd::rfc3339(s.modified),
+            })
+            .collect()
+    }
+
     fn open(
         &self,
         request: OpenRequest,
@@ -186,6 +199,8 @@ impl CliSession {
                 }
             }
             "uncompact" => uncompact_line(&agent.uncompact()?),
+            "rewind" => crate::rewind_cmd::rewind_by_command(agent, arg, sink).await?,
+            "diff" => crate::rewind_cmd::session_diff_text(agent, &self.settings.workspace)?,
             other => anyhow::bail!("unknown command /{other}"),
         })
     }

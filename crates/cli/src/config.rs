@@ -97,10 +97,16 @@ pub struct Settings {
     pub status_line: bool,
 }
 
+/// `.whittle` in `workspace`: where its sessions, saved outputs and
+/// transcripts live.
+pub fn state_dir_of(workspace: &Path) -> PathBuf {
+    workspace.join(".whittle")
+}
+
 impl Settings {
     /// `.whittle` in the workspace: sessions, saved outputs, transcripts.
     pub fn state_dir(&self) -> PathBuf {
-        self.workspace.join(".whittle")
+        state_dir_of(&self.workspace)
     }
 
     /// The enabled MCP servers, checked (each entry was checked when its

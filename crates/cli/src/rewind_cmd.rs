@@ -70,6 +70,15 @@ fn utc_time(unix_ms: u64) -> String {
     )
 }
 
+/// `2026-05-01T12:03:04Z`: a moment as RFC 3339 says it, in UTC.
+pub fn rfc3339(at: std::time::SystemTime) -> String {
+    let unix_ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    format!("{}Z", utc_time(unix_ms).replace(' ', "T"))
+}
+
 fn stat_text(files: u64, ins: u64, del: u64) -> String {
     format!(
         "{files} file{} +{ins} -{del}",
@@ -450,6 +459,77 @@ pub fn repl_rewind(
         }
     }
     Ok(())
+}
+
+/// `/rewind [N [code|conversation]]` where nobody can be asked (an
+/// editor): without a number, the numbered points (newest first); with
+/// one, the rewind, of both unless a scope is named.
+pub async fn rewind_by_command(
+    agent: &mut Agent,
+    arg: Option<&str>,
+    sink: &mut dyn EventSink,
+) -> anyhow::Result<String> {
+    let points = agent.rewind_points()?;
+    if points.is_empty() {
+        return Ok("nothing to rewind to yet".to_string());
+    }
+    let newest_first: Vec<&RewindPoint> = points.iter().rev().collect();
+    let mut words = arg.unwrap_or_default().split_whitespace();
+    let Some(n) = words.next() else {
+        let mut lines: Vec<String> = newest_first
+            .iter()
+            .enumerate()
+            .map(|(i, p)| point_line(i + 1, p))
+            .collect();
+        lines.push("/rewind N goes back to point N (code and conversation); add `code` or `conversation` for one of them".to_string());
+        return Ok(lines.join("\n"));
+    };
+    let point = n
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| newest_first.get(i))
+        .ok_or_else(|| anyhow::anyhow!("no point {n}: /rewind lists them"))?;
+    let scope = match words.next() {
+        None | Some("both") => RewindScope::Both,
+        Some("code") => RewindScope::Code,
+        Some("conversation") => RewindScope::Conversation,
+        Some(other) => anyhow::bail!("`{other}`: say code, conversation or nothing (both)"),
+    };
+    if scope.code() && point.checkpoint.is_none() {
+        anyhow::bail!("no files were saved by then: only the conversation can go back there");
+    }
+    let point = (*point).clone();
+    let done = agent.rewind(&point, scope, sink).await?;
+    let mut lines = Vec::new();
+    if let Some(report) = &done.restore {
+        lines.push(restore_text(report, Style::detect(false)));
+    }
+    if let Some(messages) = done.messages {
+        lines.push(format!("conversation rewound: {messages} messages"));
+        if let Some(request) = &done.request {
+            lines.push(format!("your message was: {request}"));
+        }
+    }
+    Ok(lines.join("\n"))
+}
+
+/// `/diff` where the output is not a terminal: the diff as text.
+pub fn session_diff_text(agent: &Agent, workspace: &Path) -> anyhow::Result<String> {
+    let Some(log) = agent.session_path() else {
+        return Ok("no session yet: nothing changed through it".to_string());
+    };
+    let Some(first) = marks(log)?.into_iter().next() else {
+        return Ok("this session made no checkpoints yet: nothing changed through it".to_string());
+    };
+    let mut store = open_checkpoint_store(workspace, max_file_size(workspace))?;
+    let since: CheckpointId = first.id.parse()?;
+    let text = store.unified_diff(&since, None)?;
+    Ok(if text.is_empty() {
+        "no changes".to_string()
+    } else {
+        format!("```diff\n{text}```")
+    })
 }
 
 /// `/diff`: this session's changes since its first checkpoint.

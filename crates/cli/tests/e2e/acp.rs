@@ -6,8 +6,8 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest,
-    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionConfigKind,
     SessionConfigSelectOptions, SessionId, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, TextContent, ToolCallContent,
@@ -464,6 +464,80 @@ async fn the_editor_picks_the_model_and_the_conversation_goes_on() {
         body.contains("hello") && body.contains("First answer"),
         "{body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_lists_sessions_diffs_and_rewinds() {
+    let h = Harness::new();
+    let ws = h.ws().canonicalize().unwrap();
+    std::fs::write(ws.join("notes.txt"), "v1\n").unwrap();
+    h.server.push(Reply::tool_use(
+        "w1",
+        "write_file",
+        json!({"path": "notes.txt", "content": "v2\n"}),
+    ));
+    h.server.push(Reply::text("Changed."));
+    let seen = Seen::default();
+    seen.answer(&["allow-once"]);
+    let s = seen.clone();
+    let ws2 = ws.clone();
+    drive(&h, seen, async move |cx: ConnectionTo<Agent>| {
+        let init = cx
+            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        assert!(init.agent_capabilities.session_capabilities.list.is_some());
+        let new = cx
+            .send_request(NewSessionRequest::new(ws2.clone()))
+            .block_task()
+            .await?;
+        let id = new.session_id.clone();
+        cx.send_request(prompt(&id, "change it"))
+            .block_task()
+            .await?;
+        assert_eq!(
+            std::fs::read_to_string(ws2.join("notes.txt")).unwrap(),
+            "v2\n"
+        );
+        // The session is listed for its workspace.
+        let listed = cx
+            .send_request(ListSessionsRequest::new().cwd(ws2.clone()))
+            .block_task()
+            .await?;
+        assert!(
+            listed.sessions.iter().any(|x| x.session_id == id),
+            "{listed:?}"
+        );
+        assert!(
+            listed
+                .sessions
+                .iter()
+                .all(|x| x.updated_at.as_deref().is_some_and(|t| t.ends_with('Z')))
+        );
+        s.take();
+        cx.send_request(prompt(&id, "/diff")).block_task().await?;
+        let diff = streamed(&s.take());
+        assert!(diff.contains("-v1") && diff.contains("+v2"), "{diff}");
+        cx.send_request(prompt(&id, "/rewind")).block_task().await?;
+        let points = streamed(&s.take());
+        assert!(points.contains("1. after write_file (w1)"), "{points}");
+        assert!(points.contains("2. your message \"change it\""), "{points}");
+        cx.send_request(prompt(&id, "/rewind 2 code"))
+            .block_task()
+            .await?;
+        let done = streamed(&s.take());
+        assert!(done.contains("files restored: 1 written"), "{done}");
+        assert_eq!(
+            std::fs::read_to_string(ws2.join("notes.txt")).unwrap(),
+            "v1\n"
+        );
+        cx.send_request(prompt(&id, "/rewind 9"))
+            .block_task()
+            .await?;
+        assert!(streamed(&s.take()).contains("no point 9"));
+        Ok(())
+    })
+    .await;
 }
 
 /// The tool call update that finished `id`.
