@@ -103,17 +103,31 @@ impl TypedTool for WriteFileTool {
     }
 }
 
-fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
+/// Where `write_file` lands (through symlinks), whether a file was there,
+/// and its folders made; or why it cannot be written.
+fn prepare_write(path: &Path, shown: &str) -> Result<(PathBuf, bool), ToolOutput> {
     let target = write_target(path);
     if target.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; give a file path"));
+        return Err(ToolOutput::error(format!(
+            "{shown} is a directory; give a file path"
+        )));
     }
     let existed = target.exists();
     if let Some(parent) = target.parent()
         && let Err(e) = fs::create_dir_all(parent)
     {
-        return ToolOutput::error(format!("cannot create the folders for {shown}: {e}"));
+        return Err(ToolOutput::error(format!(
+            "cannot create the folders for {shown}: {e}"
+        )));
     }
+    Ok((target, existed))
+}
+
+fn write_file(path: &Path, shown: &str, content: &str) -> ToolOutput {
+    let (target, existed) = match prepare_write(path, shown) {
+        Ok(prepared) => prepared,
+        Err(out) => return out,
+    };
     if let Err(e) = write_preserving(&target, content.as_bytes()) {
         return ToolOutput::error(format!("cannot write {shown}: {e}"));
     }
@@ -128,16 +142,10 @@ async fn write_through_editor(
     shown: &str,
     content: &str,
 ) -> ToolOutput {
-    let target = write_target(path);
-    if target.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; give a file path"));
-    }
-    let existed = target.exists();
-    if let Some(parent) = target.parent()
-        && let Err(e) = fs::create_dir_all(parent)
-    {
-        return ToolOutput::error(format!("cannot create the folders for {shown}: {e}"));
-    }
+    let (target, existed) = match prepare_write(path, shown) {
+        Ok(prepared) => prepared,
+        Err(out) => return out,
+    };
     if let Err(e) = editor.write_text(&target, content).await {
         return ToolOutput::error(format!("cannot write {shown}: {e}"));
     }

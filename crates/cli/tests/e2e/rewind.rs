@@ -329,11 +329,10 @@ fn two_sessions_at_once_each_rewind_their_own_changes() {
             list[0]["id"].as_str().unwrap().to_string(),
         ));
     }
-    // B rewinds to before its command: its file goes.
-    let (session, start) = &starts[0];
-    let out = sub(
-        &h,
-        &[
+    // B rewinds to before its command, then A: each one's file goes, and
+    // the tree ends as it was before either ran.
+    for ((session, start), file) in starts.iter().zip(["b.txt", "a.txt"]) {
+        let args = [
             "rewind",
             "--session",
             session,
@@ -341,26 +340,10 @@ fn two_sessions_at_once_each_rewind_their_own_changes() {
             start,
             "--code",
             "--yes",
-        ],
-    );
-    assert_success(&out);
-    assert!(!h.ws().join("b.txt").exists());
-    // A too, and the tree is as it was before either ran.
-    let (session, start) = &starts[1];
-    let out = sub(
-        &h,
-        &[
-            "rewind",
-            "--session",
-            session,
-            "--to",
-            start,
-            "--code",
-            "--yes",
-        ],
-    );
-    assert_success(&out);
-    assert!(!h.ws().join("a.txt").exists());
+        ];
+        assert_success(&sub(&h, &args));
+        assert!(!h.ws().join(file).exists(), "{file}");
+    }
     assert_eq!(without_target(tree(h.ws())), without_target(before));
     h.assert_clean();
 }
