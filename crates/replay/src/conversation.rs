@@ -93,9 +93,16 @@ pub fn replay_conversation(
         billed: false,
         injected: &[],
     };
-    replay(
-        id, messages, system, &recording, policy, config, summarizer, store_dir,
-    )
+    let run = ReplayRun {
+        id,
+        messages,
+        system,
+        recording: &recording,
+        policy,
+        config,
+        store_dir,
+    };
+    replay(run, summarizer)
 }
 
 /// Replays a recorded conversation under `policy` with what the recording
@@ -131,16 +138,29 @@ pub fn replay_recorded(
         billed: calibration.measured != Measured::Assumed,
         injected: &conversation.injected,
     };
-    replay(
-        &conversation.id,
-        &conversation.messages,
-        conversation.system.as_deref(),
-        &recording,
+    let run = ReplayRun {
+        id: &conversation.id,
+        messages: &conversation.messages,
+        system: conversation.system.as_deref(),
+        recording: &recording,
         policy,
-        &config,
-        summarizer,
+        config: &config,
         store_dir,
-    )
+    };
+    replay(run, summarizer)
+}
+
+/// One replay: a conversation, what is known of its recording, the policy
+/// and where its store goes.
+struct ReplayRun<'a> {
+    id: &'a str,
+    messages: &'a [Message],
+    system: Option<&'a str>,
+    recording: &'a Recording<'a>,
+    policy: Policy,
+    config: &'a ReplayConfig,
+    /// An empty folder for the replay's store.
+    store_dir: &'a Path,
 }
 
 /// What replay knows of a recording besides its messages.
@@ -161,16 +181,16 @@ struct Recording<'a> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn replay(
-    id: &str,
-    messages: &[Message],
-    system: Option<&str>,
-    recording: &Recording<'_>,
-    policy: Policy,
-    config: &ReplayConfig,
-    summarizer: &mut dyn Summarizer,
-    store_dir: &Path,
-) -> ReplayReport {
+fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
+    let ReplayRun {
+        id,
+        messages,
+        system,
+        recording,
+        policy,
+        config,
+        store_dir,
+    } = run;
     // A fixed transcript name: the default one carries the time, the process
     // id and a process-wide count, whose digits would change the markers'
     // sizes from one run (or one replay in the same process) to the next.
