@@ -100,6 +100,11 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         match block {
             ContentBlock::Text(t) => parts.push(t.text.clone()),
             ContentBlock::ResourceLink(l) => parts.push(format!("@{}", l.uri)),
+            ContentBlock::Image(i) if i.data.is_empty() => {
+                if let Some(uri) = &i.uri {
+                    parts.push(format!("@{uri}"));
+                }
+            }
             ContentBlock::Resource(r) => match &r.resource {
                 EmbeddedResourceResource::TextResourceContents(t) => {
                     parts.push(format!(
@@ -123,6 +128,26 @@ struct Opened {
     id: SessionId,
     mode: whittle_tools::PermissionMode,
     models: ModelMenu,
+}
+
+/// The pictures in the prompt (a pasted screenshot), as the model takes
+/// them: inline data with its media type; a picture given only by URI is
+/// named in the text instead (see [`prompt_text`]).
+fn prompt_images(blocks: &[ContentBlock]) -> Vec<whittle_protocol::Image> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image(i) if !i.data.is_empty() => Some(whittle_protocol::Image {
+                source: serde_json::json!({
+                    "type": "base64",
+                    "media_type": i.mime_type,
+                    "data": i.data,
+                }),
+                extra: Default::default(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Opens a session (new or loaded), registers it and answers.
@@ -192,6 +217,7 @@ fn announce_commands(cx: &ConnectionTo<Client>, id: &SessionId) {
 async fn run_prompt(
     slot: Arc<Slot>,
     text: String,
+    images: Vec<whittle_protocol::Image>,
 ) -> Result<StopReason, agent_client_protocol::Error> {
     let cancel = slot.shared.renew_cancel();
     let mut guard = slot.session.lock().await;
@@ -212,7 +238,10 @@ async fn run_prompt(
             StopReason::EndTurn
         });
     }
-    let outcome = session.agent().run_turn(&text, &mut sink, &cancel).await;
+    let outcome = session
+        .agent()
+        .run_turn_with_images(&text, images, &mut sink, &cancel)
+        .await;
     match outcome {
         Ok(TurnOutcome::Done { .. }) => Ok(StopReason::EndTurn),
         Ok(TurnOutcome::Cancelled) => Ok(StopReason::Cancelled),
@@ -292,7 +321,9 @@ fn connection(
                     .session_capabilities(
                         SessionCapabilities::new().list(SessionListCapabilities::new()),
                     )
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .prompt_capabilities(
+                        PromptCapabilities::new().embedded_context(true).image(true),
+                    )
                     .mcp_capabilities(McpCapabilities::new().http(true));
                 responder.respond(
                     InitializeResponse::new(version)
@@ -369,10 +400,11 @@ fn connection(
                     return responder.respond_with_error(unknown_session(&req.session_id));
                 };
                 let text = prompt_text(&req.prompt);
+                let images = prompt_images(&req.prompt);
                 cx.spawn(async move {
                     // The turn runs on the runtime's workers: a summary may
                     // block its thread, and the connection must go on.
-                    let turn = tokio::spawn(run_prompt(slot, text));
+                    let turn = tokio::spawn(run_prompt(slot, text, images));
                     match turn.await {
                         Ok(Ok(stop)) => responder.respond(PromptResponse::new(stop)),
                         Ok(Err(e)) => responder.respond_with_error(e),

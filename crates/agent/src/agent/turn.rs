@@ -40,6 +40,20 @@ impl Agent {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.run_turn_with_images(input, Vec::new(), sink, cancel)
+            .await
+    }
+
+    /// [`Agent::run_turn`] with pictures the person attached (an editor's
+    /// pasted screenshot), sent after the text in the same message and
+    /// kept in the session log with it.
+    pub async fn run_turn_with_images(
+        &mut self,
+        input: &str,
+        images: Vec<whittle_protocol::Image>,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
         let prompt = HookEvent::UserPromptSubmit {
             prompt: input.to_string(),
         };
@@ -50,7 +64,14 @@ impl Agent {
         self.log(SessionRecord::Input {
             text: input.to_string(),
         })?;
-        self.push(Message::user(input))?;
+        let message = if images.is_empty() {
+            Message::user(input)
+        } else {
+            let mut blocks = vec![whittle_protocol::Block::text(input)];
+            blocks.extend(images.into_iter().map(whittle_protocol::Block::Image));
+            Message::user_blocks(blocks)
+        };
+        self.push(message)?;
         self.continue_turn(sink, cancel).await
     }
 

@@ -5,7 +5,7 @@ use crate::Harness;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, ImageContent,
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionConfigKind,
@@ -538,6 +538,47 @@ async fn the_editor_lists_sessions_diffs_and_rewinds() {
         Ok(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_picture_reaches_the_model_with_the_text() {
+    let h = Harness::new();
+    let ws = h.ws().canonicalize().unwrap();
+    h.server.push(Reply::text("A red square."));
+    drive(&h, Seen::default(), async move |cx: ConnectionTo<Agent>| {
+        let init = cx
+            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        assert!(init.agent_capabilities.prompt_capabilities.image);
+        let new = cx
+            .send_request(NewSessionRequest::new(ws.clone()))
+            .block_task()
+            .await?;
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("what is this?")),
+            ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+        ];
+        let done = cx
+            .send_request(PromptRequest::new(new.session_id.clone(), blocks))
+            .block_task()
+            .await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let request = h.server.requests().pop().expect("one model call");
+    let last = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let content = last["content"].as_array().expect("blocks");
+    assert_eq!(content[0]["text"], "what is this?");
+    assert_eq!(content[1]["type"], "image");
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+    assert_eq!(content[1]["source"]["data"], "iVBORw0KGgo=");
 }
 
 /// The tool call update that finished `id`.
