@@ -118,14 +118,16 @@ impl Store {
     fn scan(&mut self) -> Result<Scan, CheckpointError> {
         self.check_generation();
         let all_entries = self.cache.generation != self.generation || self.cache.rebuild_due();
-        let changes = match &self.watcher {
-            Some(watcher) => watcher.lock().map(|mut w| w.changes()).unwrap_or_default(),
-            None => Changes::default(),
-        };
+        // Without a word from the watcher, nothing is vouched for.
+        let changes = self
+            .watcher
+            .as_ref()
+            .and_then(|w| w.lock().ok().map(|mut w| w.changes()))
+            .unwrap_or_else(Changes::everything);
         let exclude = fs::symlink_metadata(self.workspace.join(".git/info/exclude"))
             .ok()
             .map(|m| Stat::of(&m));
-        if changes.all || all_entries || self.watcher.is_none() || exclude != self.exclude_seen {
+        if changes.all || all_entries || exclude != self.exclude_seen {
             self.memo.clear();
         }
         self.exclude_seen = exclude;

@@ -12,12 +12,22 @@ use std::mem::MaybeUninit;
 use std::path::Path;
 
 /// What happened since the last look.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Changes {
     /// Nothing can be vouched for: scan everything.
     pub all: bool,
     /// Directories (relative, as bytes) with a change in them.
     pub dirs: HashSet<Vec<u8>>,
+}
+
+impl Changes {
+    /// Nothing vouched for: every directory is scanned.
+    pub(crate) fn everything() -> Changes {
+        Changes {
+            all: true,
+            dirs: HashSet::new(),
+        }
+    }
 }
 
 /// An inotify instance watching the workspace's directories.

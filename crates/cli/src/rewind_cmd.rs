@@ -516,15 +516,12 @@ pub async fn rewind_by_command(
 
 /// `/diff` where the output is not a terminal: the diff as text.
 pub fn session_diff_text(agent: &Agent, workspace: &Path) -> anyhow::Result<String> {
-    let Some(log) = agent.session_path() else {
-        return Ok("no session yet: nothing changed through it".to_string());
-    };
-    let Some(first) = marks(log)?.into_iter().next() else {
-        return Ok("this session made no checkpoints yet: nothing changed through it".to_string());
+    let since = match session_start(agent)? {
+        Ok(id) => id,
+        Err(why) => return Ok(why.to_string()),
     };
     let mut store = open_checkpoint_store(workspace, max_file_size(workspace))?;
-    let since: CheckpointId = first.id.parse()?;
-    let text = store.unified_diff(&since, None)?;
+    let text = store.unified_diff(&since.parse::<CheckpointId>()?, None)?;
     Ok(if text.is_empty() {
         "no changes".to_string()
     } else {
@@ -532,16 +529,25 @@ pub fn session_diff_text(agent: &Agent, workspace: &Path) -> anyhow::Result<Stri
     })
 }
 
+/// The session's first checkpoint, where its `/diff` starts; or why there
+/// is none.
+fn session_start(agent: &Agent) -> anyhow::Result<Result<String, &'static str>> {
+    let Some(log) = agent.session_path() else {
+        return Ok(Err("no session yet: nothing changed through it"));
+    };
+    Ok(marks(log)?
+        .into_iter()
+        .next()
+        .map(|m| m.id)
+        .ok_or("this session made no checkpoints yet: nothing changed through it"))
+}
+
 /// `/diff`: this session's changes since its first checkpoint.
 pub fn repl_diff(agent: &Agent, workspace: &Path) -> anyhow::Result<()> {
-    let Some(log) = agent.session_path() else {
-        out_line("no session yet: nothing changed through it");
-        return Ok(());
-    };
-    match marks(log)?.into_iter().next() {
-        Some(m) => show_diff(workspace, &m.id),
-        None => {
-            out_line("this session made no checkpoints yet: nothing changed through it");
+    match session_start(agent)? {
+        Ok(id) => show_diff(workspace, &id),
+        Err(why) => {
+            out_line(why);
             Ok(())
         }
     }

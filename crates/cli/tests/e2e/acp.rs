@@ -197,36 +197,7 @@ async fn an_editor_reads_edits_runs_plans_cancels_loads_and_switches_mode() {
     std::fs::write(ws.join("gone-once.txt"), "").unwrap();
     std::fs::write(ws.join("gone-twice.txt"), "").unwrap();
     let marker = format!("31.{}", std::process::id());
-    // Turn 1: read, edit, run twice (allowed, then refused), a plan.
-    h.server.push(Reply::tool_use(
-        "r1",
-        "read_file",
-        json!({"path": "notes.txt"}),
-    ));
-    h.server.push(Reply::tool_use(
-        "e1",
-        "edit_file",
-        json!({"path": "notes.txt", "old_string": "hello", "new_string": "goodbye"}),
-    ));
-    h.server.push(Reply::tool_use(
-        "b1",
-        "bash",
-        json!({"command": "rm -f gone-once.txt && echo made it"}),
-    ));
-    h.server.push(Reply::tool_use(
-        "b2",
-        "bash",
-        json!({"command": "rm -f gone-twice.txt"}),
-    ));
-    h.server.push(Reply::tool_use(
-        "t1",
-        "todo_write",
-        json!({"todos": [
-            {"content": "Edit the notes", "status": "completed", "activeForm": "Editing"},
-            {"content": "Tell the user", "status": "in_progress", "activeForm": "Telling"}
-        ]}),
-    ));
-    h.server.push(Reply::text("All done."));
+    script_first_turn(&h);
     // Turn 2: a long command, cancelled while it runs.
     h.server.push(Reply::tool_use(
         "s1",
@@ -703,8 +674,9 @@ async fn an_editor_that_offers_its_files_is_read_and_written_through() {
     assert!(!ws.join("sub/new.txt").exists());
 }
 
-/// The model's side of the main path both clients drive.
-fn script_main_path(h: &Harness, marker: &str) {
+/// Turn 1 of the main path: read, edit, run twice (allowed, then
+/// refused), a plan.
+fn script_first_turn(h: &Harness) {
     h.server.push(Reply::tool_use(
         "r1",
         "read_file",
@@ -734,6 +706,11 @@ fn script_main_path(h: &Harness, marker: &str) {
         ]}),
     ));
     h.server.push(Reply::text("All done."));
+}
+
+/// The model's side of the main path both clients drive.
+fn script_main_path(h: &Harness, marker: &str) {
+    script_first_turn(h);
     // /compact: the summary.
     h.server.push(Reply::text(
         "## Summary\nThe notes were edited: hello became goodbye.",
