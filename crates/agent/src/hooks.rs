@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use whittle_context::{CapturedOutput, Store};
+use whittle_store::{CapturedOutput, Store};
 use whittle_tools::{GroupGuard, OutputLimits};
 
 /// The points of the loop where hooks run.

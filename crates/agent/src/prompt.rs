@@ -2,7 +2,7 @@
 
 use crate::instructions::ProjectInstructions;
 use std::path::Path;
-use whittle_context::AUTHORITY_RULE;
+use whittle_context::prompts::AUTHORITY_RULE;
 use whittle_tools::Skills;
 
 /// The system prompt of a session: [`system_prompt`], then the environment

@@ -1,6 +1,6 @@
 //! Writing the session log, finding sessions, and opening one to resume.
 //!
-//! The record format lives in [`whittle_context::SessionRecord`], where the
+//! The record format lives in [`whittle_context::session::SessionRecord`], where the
 //! replay importer reads it too. Every record is written and flushed as one
 //! line, so a crash loses at most the line being written.
 
@@ -8,7 +8,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use whittle_context::{SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session};
+use whittle_context::session::{
+    SESSION_FORMAT, SessionError, SessionRecord, SessionState, read_session,
+};
 use whittle_protocol::Redactor;
 
 /// An open session log, appended to as the agent works.

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use whittle_context::{
-    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, SummaryInput,
-    TRANSCRIPT_INSTRUCTION, summary_instruction,
+use whittle_context::prompts::{
+    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION, summary_instruction,
 };
+use whittle_context::{SummarizeError, SummaryInput};
 use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
 use whittle_protocol::{Message, Role};
 

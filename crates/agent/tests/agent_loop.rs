@@ -11,7 +11,8 @@ use whittle_agent::{
     Agent, AgentConfig, AgentError, AgentEvent, CommandHook, CompactTool, HookKind, Hooks,
     MeterChoice, TurnOutcome, system_prompt,
 };
-use whittle_context::{Limits, TokenBudget, read_session};
+use whittle_context::session::read_session;
+use whittle_context::{Limits, TokenBudget};
 use whittle_llm::{AnthropicAuth, AnthropicConfig, AnthropicProvider, Provider, Secret};
 use whittle_protocol::{Message, validate};
 use whittle_tools::{PermissionMode, PermissionPolicy, Skills, ToolRegistry};

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 use whittle_agent::ProviderSummarizer;
-use whittle_context::{SummaryInput, bounded_transcript};
+use whittle_context::SummaryInput;
+use whittle_context::prompts::bounded_transcript;
 use whittle_llm::LocalProvider;
 use whittle_protocol::{Block, Message};
 

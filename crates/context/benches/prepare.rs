@@ -10,9 +10,10 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use serde_json::json;
 use std::hint::black_box;
 use whittle_context::{
-    Compactor, History, Limits, Store, SummarizeError, Summarizer, TokenBudget, TokenMeter,
+    Compactor, History, Limits, SummarizeError, Summarizer, TokenBudget, TokenMeter,
 };
 use whittle_protocol::{Block, Message};
+use whittle_store::Store;
 
 struct Fixed;
 impl Summarizer for Fixed {

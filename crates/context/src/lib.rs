@@ -9,7 +9,8 @@
 //! (awaiting its model, usually) and resumes.
 //!
 //! ```
-//! use whittle_context::{CharMeter, Compactor, History, Limits, Progress, Store};
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Progress};
+//! use whittle_store::Store;
 //! use whittle_protocol::Message;
 //!
 //! let dir = tempfile::tempdir().unwrap();
@@ -35,7 +36,8 @@
 //! instead, and [`Compactor::prepare`] answers every request with it:
 //!
 //! ```
-//! use whittle_context::{CharMeter, Compactor, History, Limits, Store, Summarizer, SummarizeError, SummaryInput};
+//! use whittle_context::{CharMeter, Compactor, History, Limits, Summarizer, SummarizeError, SummaryInput};
+//! use whittle_store::Store;
 //! use whittle_protocol::Message;
 //!
 //! struct Fixed;
@@ -63,40 +65,55 @@ mod path_tokens;
 mod pipeline;
 mod recovery;
 mod session_log;
-mod store;
 mod summarize;
 pub use history::{BlockRef, EditedSpan, History};
 pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_section};
 pub use limits::{Limits, TokenBudget};
-pub use markers::{
-    COMPACTED_HEADER, Preview, REACTIVE_HEADER, is_saved_placeholder, persisted_output,
-};
+pub use markers::{COMPACTED_HEADER, REACTIVE_HEADER};
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
     Compactor, Ctx, Outcome, PrepareOutcome, Progress, Step, StepError, StepReport, SummaryNeeded,
-    Trigger, cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor,
-    tool_result_budget,
+    Trigger,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
-pub use session_log::{
-    CheckpointMark, INTERRUPTED_RESULT, OutputRef, REWIND_STEP, RewindPoint, RewindTarget,
-    SESSION_FORMAT, SessionError, SessionRecord, SessionState, UNCOMPACT_STEP, checkpoint_marks,
-    log_form, parse_records, parse_session, read_session, repair_unanswered, rewind_points,
-    session_before_line,
-};
-pub use store::{
-    ArchivedSpan, CapturedOutput, ContentHash, OutputWriter, SavedOutput, Store, StoreError,
-    write_atomic,
-};
-pub use summarize::{
-    AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, SummarizeError, Summarizer,
-    SummaryInput, TRANSCRIPT_INSTRUCTION, bounded_transcript, summary_instruction,
-};
+pub use summarize::{SummarizeError, Summarizer, SummaryInput};
+
+/// The pipeline's steps one by one, for a harness that orders its own
+/// pipeline or measures a step alone; [`Compactor`] runs them in the
+/// seed's order.
+pub mod steps {
+    pub use crate::pipeline::{
+        cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor, tool_result_budget,
+    };
+}
+
+/// The session log: one JSON line per event, enough to resume a session,
+/// rebuild what compaction replaced, and list the points `/rewind` can go
+/// back to.
+pub mod session {
+    pub use crate::session_log::{
+        CheckpointMark, INTERRUPTED_RESULT, OutputRef, REWIND_STEP, RewindPoint, RewindTarget,
+        SESSION_FORMAT, SessionError, SessionRecord, SessionState, UNCOMPACT_STEP,
+        checkpoint_marks, log_form, parse_records, parse_session, read_session, repair_unanswered,
+        rewind_points, session_before_line,
+    };
+}
+
+/// The texts a summary is asked with: the system prompt, the instruction
+/// and its rules, and the bounded transcript a small model is given instead
+/// of the whole history.
+pub mod prompts {
+    pub use crate::summarize::{
+        AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION,
+        bounded_transcript, summary_instruction,
+    };
+}
+
 // The wire types live in whittle-protocol, which callers name directly;
 // the engine's own modules reach them through the crate root.
 pub(crate) use whittle_protocol::{
-    Block, Content, Message, RedactStream, Redactor, Role, ToolResult, ToolResultContent, ToolUse,
-    abbreviate_count, collapse_whitespace, controls_to_spaces, first_line, group_digits,
-    prefix_chars, suffix_chars, tool_names,
+    Block, Content, Message, Role, ToolResult, ToolResultContent, ToolUse, abbreviate_count,
+    collapse_whitespace, controls_to_spaces, first_line, group_digits, prefix_chars, suffix_chars,
+    tool_names,
 };

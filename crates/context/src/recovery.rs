@@ -5,11 +5,11 @@
 //! back rather than trusting the pipeline's reports.
 
 use crate::history::History;
-use crate::store::Store;
 use crate::{Block, Content, Message};
 use std::collections::HashSet;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use whittle_store::Store;
 
 /// What [`check`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

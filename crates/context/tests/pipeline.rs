@@ -8,10 +8,10 @@ use crate::common;
 use common::{Recording, file_text, read_call, result};
 use std::fs;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, Outcome, Step, Store, TokenBudget, TokenMeter,
-    check_recovery, is_saved_placeholder,
+    CharMeter, Compactor, History, Limits, Outcome, Step, TokenBudget, TokenMeter, check_recovery,
 };
 use whittle_protocol::{Block, Message, validate};
+use whittle_store::{Store, is_saved_placeholder};
 
 fn compactor(dir: &std::path::Path) -> Compactor {
     Compactor::new(Limits::teaching(), Store::new(dir), Box::new(CharMeter))
@@ -423,7 +423,7 @@ fn micro_compact_acts_only_in_steps_of_at_least_clear_at_least() {
     // Two old results free ~2,000 tokens: less than clear_at_least (6,120).
     let mut small = build(3);
     let kept = small.clone();
-    let report = whittle_context::micro_compact(&mut small, &cx).unwrap();
+    let report = whittle_context::steps::micro_compact(&mut small, &cx).unwrap();
     assert!(
         matches!(&report.outcome, Outcome::NotApplied(why) if why.contains("clear_at_least")),
         "{report:?}"
@@ -432,7 +432,7 @@ fn micro_compact_acts_only_in_steps_of_at_least_clear_at_least() {
     // With enough old results it acts, and frees at least clear_at_least
     // even though it cannot reach the target.
     let mut big = build(12);
-    let report = whittle_context::micro_compact(&mut big, &cx).unwrap();
+    let report = whittle_context::steps::micro_compact(&mut big, &cx).unwrap();
     assert!(report.applied(), "{report:?}");
     assert!(report.before - report.after >= limits.clear_at_least);
     assert_eq!(report.changed, 11);

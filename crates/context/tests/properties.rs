@@ -9,9 +9,10 @@ use common::{Recording, file_text};
 use proptest::prelude::*;
 use serde_json::json;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, Store, TokenBudget, TokenMeter, check_recovery,
+    CharMeter, Compactor, History, Limits, TokenBudget, TokenMeter, check_recovery,
 };
 use whittle_protocol::{Block, Message, validate};
+use whittle_store::Store;
 
 #[derive(Clone, Debug)]
 struct Turn {

@@ -10,10 +10,11 @@ use crate::common;
 use common::{file_text, read_call, result};
 use proptest::prelude::*;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, Outcome, Progress, Step, StepError, StepReport, Store,
+    CharMeter, Compactor, History, Limits, Outcome, Progress, Step, StepError, StepReport,
     SummarizeError, SummaryInput, check_recovery,
 };
 use whittle_protocol::{Message, validate};
+use whittle_store::Store;
 
 fn compactor(dir: &std::path::Path, limits: Limits) -> Compactor {
     Compactor::new(limits, Store::new(dir), Box::new(CharMeter))

@@ -23,12 +23,14 @@ use crate::survival::SurvivalProbe;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
+use whittle_context::prompts::{CONTINUATION_INSTRUCTION, summary_instruction};
+use whittle_context::steps::{cache_anchor, micro_compact};
 use whittle_context::{
-    CONTINUATION_INSTRUCTION, CharMeter, Compactor, Ctx, History, Limits, Meter, Outcome, Step,
-    StepReport, Store, SummarizeError, Summarizer, SummaryInput, TokenMeter, cache_anchor,
-    check_recovery, micro_compact, summary_instruction,
+    CharMeter, Compactor, Ctx, History, Limits, Meter, Outcome, Step, StepReport, SummarizeError,
+    Summarizer, SummaryInput, TokenMeter, check_recovery,
 };
 use whittle_protocol::{Content, Message, Role, validate};
+use whittle_store::Store;
 
 /// Passes summaries through and prices them: a continuation goes through
 /// the prompt cache like any request, a transcript is fresh input.

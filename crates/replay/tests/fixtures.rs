@@ -332,7 +332,7 @@ fn a_replay_measures_the_same_however_many_stores_came_before() {
     let scratch = tempfile::tempdir().unwrap();
     for _ in 0..20_000 {
         // Names its transcript from the process-wide count; writes nothing.
-        whittle_context::Store::new(scratch.path());
+        whittle_store::Store::new(scratch.path());
     }
     let second = replay();
     let compacted = first

@@ -7,7 +7,7 @@ pub enum ReportError {
     /// The session log could not be read, is not one, or has a line that
     /// is not a record.
     #[error(transparent)]
-    Session(#[from] whittle_context::SessionError),
+    Session(#[from] whittle_context::session::SessionError),
     /// The chart library refused to draw (a bug of ours: the inputs are checked).
     #[error("cannot draw the chart {chart}: {reason}")]
     Chart {

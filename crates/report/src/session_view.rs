@@ -7,7 +7,7 @@ use crate::error::ReportError;
 use crate::links::Link;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use whittle_context::{OutputRef, SessionRecord, parse_records};
+use whittle_context::session::{OutputRef, SessionRecord, parse_records};
 use whittle_llm::{ModelSpec, Prices, model_facts};
 
 /// What the log does not say about its session.
@@ -124,7 +124,7 @@ pub fn session_view(
     anchor: String,
 ) -> Result<SessionView, ReportError> {
     let text = std::fs::read_to_string(log).map_err(|source| {
-        ReportError::Session(whittle_context::SessionError::Io {
+        ReportError::Session(whittle_context::session::SessionError::Io {
             path: log.to_path_buf(),
             source,
         })
@@ -140,7 +140,9 @@ pub fn session_view(
         .map(|(_, r)| r)
         .collect();
     let Some(SessionRecord::Session { id, model, cwd, .. }) = records.first() else {
-        return Err(whittle_context::SessionError::NotASession { path: log.clone() }.into());
+        return Err(
+            whittle_context::session::SessionError::NotASession { path: log.clone() }.into(),
+        );
     };
     let spec = model.parse::<ModelSpec>().ok();
     let prices = options.prices.unwrap_or_else(|| {

@@ -34,8 +34,13 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         "snapshots and restores a workspace's files; it knows nothing of tools, sessions or the agent",
     ),
     (
+        "whittle-store",
+        &["whittle-protocol"],
+        "tool outputs kept whole and transcripts on disk: what tools and the compaction core both write, below both",
+    ),
+    (
         "whittle-context",
-        &["whittle-protocol", "whittle-shell"],
+        &["whittle-protocol", "whittle-shell", "whittle-store"],
         "the compaction core: no network, no async, no provider",
     ),
     (
@@ -51,12 +56,12 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     (
         "whittle-tools",
         &[
-            "whittle-context",
             "whittle-protocol",
             "whittle-sandbox",
             "whittle-shell",
+            "whittle-store",
         ],
-        "tools run in the sandbox and save outputs in the store; they never call a model",
+        "tools run in the sandbox and save outputs in the store; they never call a model nor compact",
     ),
     (
         "whittle-mcp",
@@ -65,7 +70,12 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     (
         "whittle-replay",
-        &["whittle-context", "whittle-llm", "whittle-protocol"],
+        &[
+            "whittle-context",
+            "whittle-llm",
+            "whittle-protocol",
+            "whittle-store",
+        ],
         "offline evaluation of the core, with the providers' prices; no agent",
     ),
     (
@@ -86,6 +96,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
             "whittle-llm",
             "whittle-protocol",
             "whittle-sandbox",
+            "whittle-store",
             "whittle-tools",
         ],
         "the loop: models, tools and the core, and checkpoints of the files around every tool that may write (so /rewind can undo them); it knows no CLI, MCP or editor",
@@ -128,7 +139,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
 
 /// Crates whose library must stay synchronous: a harness embeds them
 /// without a runtime.
-const SYNC_CRATES: &[&str] = &["protocol", "shell", "context", "sandbox"];
+const SYNC_CRATES: &[&str] = &["protocol", "shell", "store", "context", "sandbox"];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
 use schemars::JsonSchema;
-use whittle_context::OutputWriter;
+use whittle_store::OutputWriter;
 
 /// How long to keep reading after the shell exits while a background child
 /// still holds the output pipe open.

@@ -215,8 +215,8 @@ mod tests {
     use super::*;
     use crate::tool::Tool;
     use serde_json::{Value, json};
-    use whittle_context::Store;
     use whittle_protocol::Message;
+    use whittle_store::Store;
 
     fn run(ctx: &ToolContext, input: Value) -> ToolOutput {
         tokio::runtime::Builder::new_current_thread()

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use whittle_context::{OutputWriter, Store};
+use whittle_store::{OutputWriter, Store};
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;

@@ -1,5 +1,5 @@
 //! `write_file` and `edit_file`: the tools that change files, both writing
-//! through `whittle_context::write_atomic` so a crash never leaves half a file.
+//! through `whittle_store::write_atomic` so a crash never leaves half a file.
 
 use std::fs;
 use std::io;
@@ -67,7 +67,7 @@ fn write_target(path: &Path) -> PathBuf {
 /// script stays executable).
 fn write_preserving(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let old_perms = fs::metadata(path).ok().map(|m| m.permissions());
-    whittle_context::write_atomic(path, bytes)?;
+    whittle_store::write_atomic(path, bytes)?;
     if let Some(perms) = old_perms {
         fs::set_permissions(path, perms)?;
     }

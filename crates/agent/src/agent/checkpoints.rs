@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use whittle_checkpoint::{
     Checkpoint, CheckpointError, CheckpointId, GcLimits, GcReport, Options, RestoreReport, Store,
 };
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 
 /// What `whittle checkpoint gc` and the session-start collection keep by
 /// default: 2 GB of objects, 30 days.

@@ -9,7 +9,8 @@ use super::{Agent, LOG_INLINE_MAX_CHARS};
 use crate::hooks::HookEvent;
 use crate::summarizer::ProviderSummarizer;
 use tokio_util::sync::CancellationToken;
-use whittle_context::{Outcome, PrepareOutcome, Progress, SessionRecord, StepReport, log_form};
+use whittle_context::session::{SessionRecord, log_form};
+use whittle_context::{Outcome, PrepareOutcome, Progress, StepReport};
 use whittle_llm::Usage;
 
 impl Agent {

@@ -2,9 +2,9 @@
 
 use crate::session::SessionFileError;
 use std::path::PathBuf;
-use whittle_context::StoreError;
 use whittle_llm::LlmError;
 use whittle_protocol::ValidationError;
+use whittle_store::StoreError;
 
 /// Why a turn failed.
 #[derive(Debug, thiserror::Error)]

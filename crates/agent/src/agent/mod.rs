@@ -38,12 +38,11 @@ use crate::session::SessionWriter;
 use approval::Approvals;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use whittle_context::{
-    CharMeter, Compactor, History, INTERRUPTED_RESULT, Limits, Meter, SessionRecord, Store,
-    TokenMeter, log_form,
-};
+use whittle_context::session::{INTERRUPTED_RESULT, SessionRecord, log_form};
+use whittle_context::{CharMeter, Compactor, History, Limits, Meter, TokenMeter};
 use whittle_llm::{Provider, ToolSpec};
 use whittle_protocol::Message;
+use whittle_store::Store;
 use whittle_tools::{OutputLimits, PermissionPolicy, TodoItem, ToolContext, ToolRegistry};
 
 /// One coding agent session.

@@ -12,11 +12,12 @@ use super::{Agent, AgentError, LOG_INLINE_MAX_CHARS};
 use crate::session::{SessionFileError, SessionWriter};
 use std::path::Path;
 use whittle_checkpoint::RestoreReport;
-use whittle_context::{
-    History, REWIND_STEP, RewindPoint, SessionRecord, Store, log_form, rewind_points,
-    session_before_line,
+use whittle_context::History;
+use whittle_context::session::{
+    REWIND_STEP, RewindPoint, SessionRecord, log_form, rewind_points, session_before_line,
 };
 use whittle_protocol::{Message, Redactor};
+use whittle_store::Store;
 
 /// What a rewind brings back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,7 +175,7 @@ impl Agent {
             self.history = restored;
             self.logged_archived = 0;
             self.request = request;
-            if let whittle_context::RewindTarget::PersonMessage { text } = &point.target {
+            if let whittle_context::session::RewindTarget::PersonMessage { text } = &point.target {
                 done.request = Some(text.clone());
             }
         }

@@ -9,7 +9,7 @@ use crate::hooks::HookEvent;
 use serde_json::Value;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 use whittle_protocol::tool_names;
 use whittle_protocol::{Block, ToolUse};
 use whittle_tools::{Decision, ToolContext, ToolOutput};

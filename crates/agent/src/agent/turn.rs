@@ -8,7 +8,7 @@ use super::tool_dispatch::AfterTools;
 use crate::hooks::HookEvent;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 use whittle_llm::{Collector, LlmError, ModelRequest, ModelResponse, StreamEvent};
 use whittle_protocol::{Message, ToolUse, validate};
 

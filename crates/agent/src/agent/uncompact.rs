@@ -9,7 +9,8 @@
 
 use super::{Agent, AgentError, LOG_INLINE_MAX_CHARS};
 use crate::session::SessionFileError;
-use whittle_context::{History, SessionRecord, UNCOMPACT_STEP, Unit, log_form, read_session};
+use whittle_context::session::{SessionRecord, UNCOMPACT_STEP, log_form, read_session};
+use whittle_context::{History, Unit};
 
 /// What `/uncompact` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

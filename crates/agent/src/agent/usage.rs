@@ -3,7 +3,7 @@
 use super::Agent;
 use super::error::AgentError;
 use std::sync::Arc;
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 use whittle_llm::Prices;
 use whittle_llm::Usage;
 

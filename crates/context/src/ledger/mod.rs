@@ -21,13 +21,14 @@ mod render;
 pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
 
 use crate::first_line;
-use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker, saved_path_text};
+use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker};
 use crate::path_tokens::{path_tokens, tool_input_strings};
 use crate::tool_names;
 use crate::{Block, Message, Role, ToolResult, ToolUse};
 use command_paths::command_paths;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use whittle_store::saved_path_text;
 
 /// The mechanically kept facts of the messages a compaction removes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 use super::*;
-use crate::markers::{Preview, compacted_message, persisted_output};
+use crate::markers::compacted_message;
 use serde_json::json;
 use std::path::Path;
+use whittle_store::{Preview, persisted_output};
 
 fn call(id: &str, name: &str, input: Value) -> Message {
     Message::assistant_blocks(vec![Block::tool_use(id, name, input)])

@@ -15,8 +15,8 @@ use super::tidy::{
 use crate::history::History;
 use crate::limits::Limits;
 use crate::meter::Meter;
-use crate::store::Store;
 use crate::summarize::Summarizer;
+use whittle_store::Store;
 
 /// What [`Compactor::prepare`] did before one model call.
 #[derive(Clone, Debug, PartialEq)]

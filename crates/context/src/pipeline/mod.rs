@@ -28,7 +28,7 @@ pub use tidy::{
 use crate::history::History;
 use crate::limits::Limits;
 use crate::meter::{Meter, Unit};
-use crate::store::Store;
+use whittle_store::Store;
 
 /// What the tidy steps need besides the history, borrowed from a
 /// [`Compactor`] or assembled by a caller that runs single steps (replay).

@@ -104,7 +104,7 @@ impl<'a, T> SummaryNeeded<'a, T> {
 
     /// The ledger of the messages being summarized, rendered: the replacement
     /// carries it next to the summary, so a summarizer is given it (see
-    /// [`summary_instruction`](crate::summary_instruction)) to not repeat it.
+    /// [`summary_instruction`](crate::prompts::summary_instruction)) to not repeat it.
     /// When the input shows the history's earlier compaction markers whole,
     /// only the facts those do not carry yet: the summarizer reads the rest
     /// in the input.

@@ -3,12 +3,12 @@
 //! line the user sees and replay's tables are all made from these.
 
 use crate::meter::Unit;
-use crate::store::StoreError;
 use crate::summarize::SummarizeError;
 use crate::{abbreviate_count, collapse_whitespace};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use whittle_store::StoreError;
 
 /// A pipeline step, named as in the seed so logs and reports line up with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,14 +4,13 @@ use super::Ctx;
 use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::ledger::Ledger;
-use crate::markers::{
-    Preview, archive_marker, is_archive_marker, looks_saved, persisted_output, saved_placeholder,
-};
+use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
-use crate::store::Store;
-use crate::store::{ArchivedSpan, StoreError};
 use crate::{Block, Role};
 use std::path::PathBuf;
+use whittle_store::{
+    ArchivedSpan, Preview, Store, StoreError, looks_saved, persisted_output, saved_placeholder,
+};
 
 /// Step 1. If the newest user message's tool_results together exceed the
 /// batch budget, persists the largest ones above the large-result limit,

@@ -4,12 +4,12 @@
 //! and a resume that can tell when a file it needs has gone.
 
 use crate::group_digits;
-use crate::markers::{Preview, persisted_output};
-use crate::store::{ContentHash, Store, StoreError};
 use crate::{Block, Content, Message, ToolResult, ToolResultContent};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
+use whittle_store::{ContentHash, Store, StoreError};
+use whittle_store::{Preview, persisted_output};
 
 /// Characters of a moved output shown in the log line itself: enough to
 /// recognise it when reading the log by eye.

@@ -270,10 +270,12 @@ fn import_whittle_session(
     bytes: &[u8],
 ) -> Result<Vec<Conversation>, ImportError> {
     let text = String::from_utf8_lossy(bytes);
-    let state = whittle_context::parse_session(path, &text).map_err(|e| ImportError::BadValue {
-        path: path.to_path_buf(),
-        at: "session".into(),
-        reason: e.to_string(),
+    let state = whittle_context::session::parse_session(path, &text).map_err(|e| {
+        ImportError::BadValue {
+            path: path.to_path_buf(),
+            at: "session".into(),
+            reason: e.to_string(),
+        }
     })?;
     if state.original.is_empty() {
         return Err(ImportError::NoMessages {

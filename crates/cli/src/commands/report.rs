@@ -3,11 +3,11 @@
 //! real usage.
 
 use crate::args::{ReplayOptions, ReportArgs};
+use crate::commands::replay_run::replay;
+use crate::config::setup::agent_config;
 use crate::config::{Env, Settings, resolve};
-use crate::render::{err_line, out_line};
-use crate::replay_run::replay;
-use crate::setup::agent_config;
-use crate::style::Style;
+use crate::ui::render::{err_line, out_line};
+use crate::ui::style::Style;
 use anyhow::{Context, bail};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, IsTerminal};
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::runtime::Handle;
 use whittle_agent::{Agent, MeterChoice};
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 use whittle_llm::{ModelSpec, Prices};
 use whittle_protocol::group_digits;
 use whittle_replay::{Format, ReplaySummary};

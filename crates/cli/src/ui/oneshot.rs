@@ -2,12 +2,12 @@
 //! says how it went.
 
 use crate::args::{AgentArgs, OutputFormat};
+use crate::commands::mcp::{self, Progress};
+use crate::config::setup;
 use crate::config::{Env, Settings};
-use crate::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
-use crate::mcp_cmd::{self, Progress};
-use crate::render::{Renderer, event_json, report_json};
-use crate::setup;
-use crate::style::Style;
+use crate::ui::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
+use crate::ui::render::{Renderer, event_json, report_json};
+use crate::ui::style::Style;
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 use std::io::Write;
@@ -110,7 +110,7 @@ pub async fn run(
     env: Env<'_>,
     prompt: &str,
 ) -> anyhow::Result<ExitCode> {
-    let mcp = mcp_cmd::start_for_session(settings, env, Progress::Problems).await?;
+    let mcp = mcp::start_for_session(settings, env, Progress::Problems).await?;
     let mut session = setup::open(settings, args, env, Box::new(DenyAsks), &mcp)?;
     session.ensure_logging()?;
     let session_id = session.agent.session_id().unwrap_or_default().to_string();
@@ -154,7 +154,7 @@ pub async fn run(
     {
         let style = Style::detect(std::io::stderr().is_terminal());
         sink.renderer
-            .line(&style.dim(crate::render::UNLOOKED_ANSWER));
+            .line(&style.dim(crate::ui::render::UNLOOKED_ANSWER));
     }
     match format {
         OutputFormat::Text => {}

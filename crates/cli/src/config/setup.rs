@@ -2,8 +2,8 @@
 //! permissions, hooks, and the session to continue.
 
 use crate::args::{AgentArgs, Preset};
+use crate::config::providers::{Connection, choose_model, connect};
 use crate::config::{DEFAULT_MAX_TOKENS_CAP, Env, Settings};
-use crate::providers::{Connection, choose_model, connect};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -169,12 +169,12 @@ pub fn open(
     } = connect(&spec, settings)?;
     // Commands are confined; in -p nobody can be told they would run
     // unconfined, so a kernel that cannot confine refuses them.
-    let confinement = crate::sandboxing::confine(settings, env, args.prompt.is_some())?;
-    let style = crate::style::Style::detect(std::io::stderr().is_terminal());
+    let confinement = crate::config::sandboxing::confine(settings, env, args.prompt.is_some())?;
+    let style = crate::ui::style::Style::detect(std::io::stderr().is_terminal());
     for notice in &confinement.notices {
-        crate::render::err_line(&style.dim(notice));
+        crate::ui::render::err_line(&style.dim(notice));
     }
-    let today = crate::slash::utc_date(std::time::SystemTime::now());
+    let today = crate::ui::slash::utc_date(std::time::SystemTime::now());
     let environment = environment_block(&settings.workspace, &today, &confinement.git);
     let mut config = agent_config(settings, &spec, context_window, &environment);
     config.sandbox = confinement.sandbox;
@@ -203,7 +203,7 @@ pub fn open(
             let resumed = agent.resume_session(&path)?;
             // Each missing or changed saved output: one line, then go on.
             for problem in &resumed.problems {
-                crate::render::err_line(&format!("whittle: {problem}"));
+                crate::ui::render::err_line(&format!("whittle: {problem}"));
             }
             let id = agent.session_id().unwrap_or_default().to_string();
             Some((id, resumed.repairs))
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn config_overrides_the_window_and_the_reserve() {
-        let file = crate::config_file::parse_file_config(
+        let file = crate::config::file::parse_file_config(
             "reserved_output_tokens = 1000\nauto_compact_fraction = 0.5\n[models.\"tiny\"]\ncontext_window = 10000\n",
         )
         .unwrap();

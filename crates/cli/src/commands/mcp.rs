@@ -4,8 +4,8 @@
 
 use crate::args::{AgentArgs, McpArgs, McpCommand};
 use crate::config::{self, Env, Settings};
-use crate::render::{err_line, out_line};
-use crate::style::Style;
+use crate::ui::render::{err_line, out_line};
+use crate::ui::style::Style;
 use serde_json::{Map, Value, json};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;

@@ -1,8 +1,8 @@
 //! Asking the person at the terminal before a tool the policy is unsure about.
 
-use crate::interrupt::CancelSlot;
-use crate::render::tool_input_summary;
-use crate::style::Style;
+use crate::ui::interrupt::CancelSlot;
+use crate::ui::render::tool_input_summary;
+use crate::ui::style::Style;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use whittle_agent::{Approval, Approver};

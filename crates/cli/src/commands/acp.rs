@@ -3,12 +3,12 @@
 //! client's own MCP servers added to the configured ones.
 
 use crate::args::AgentArgs;
+use crate::commands::mcp::{self, Progress};
+use crate::config::providers::{connect, models_with_keys};
+use crate::config::setup::{self, Session};
 use crate::config::{self, Settings};
-use crate::mcp_cmd::{self, Progress};
-use crate::providers::{connect, models_with_keys};
-use crate::setup::{self, Session};
-use crate::slash::{render_context, render_cost, uncompact_line};
-use crate::style::Style;
+use crate::ui::slash::{render_context, render_cost, uncompact_line};
+use crate::ui::style::Style;
 use futures::future::BoxFuture;
 use whittle_acp::{
     ClientMcpServer, Host, HostError, HostSession, ListedSession, ModelChoice, ModelMenu,
@@ -54,13 +54,13 @@ async fn open_session(
         };
         let mut settings = config::load(&args, env, None)?;
         if let Some(w) = &settings.withheld {
-            crate::render::err_line(&w.ignored_notice());
+            crate::ui::render::err_line(&w.ignored_notice());
         }
         for server in request.mcp_servers {
             let (name, entry) = server_entry(server);
             settings.mcp_servers.insert(name, entry);
         }
-        let mcp = mcp_cmd::start_for_session(&settings, env, Progress::Problems).await?;
+        let mcp = mcp::start_for_session(&settings, env, Progress::Problems).await?;
         let mut session = match setup::open(&settings, &args, env, approver, &mcp) {
             Ok(s) => s,
             Err(e) => {
@@ -114,7 +114,7 @@ impl Host for CliHost {
             .map(|s| ListedSession {
                 id: s.id,
                 cwd: cwd.to_path_buf(),
-                updated_at: crate::rewind_cmd::rfc3339(s.modified),
+                updated_at: crate::commands::rewind::rfc3339(s.modified),
             })
             .collect()
     }
@@ -129,7 +129,7 @@ impl Host for CliHost {
         let opened = tokio::task::spawn_blocking(move || {
             handle
                 .block_on(open_session(args, env, request, approver))
-                .map_err(|e| HostError::new(crate::render::error_line(&e)))
+                .map_err(|e| HostError::new(crate::ui::render::error_line(&e)))
         });
         Box::pin(async move {
             opened
@@ -150,7 +150,7 @@ struct CliSession {
 impl CliSession {
     fn set_mode_now(&mut self, mode: PermissionMode) -> anyhow::Result<()> {
         self.settings.permission_mode = mode;
-        let confinement = crate::sandboxing::confine(&self.settings, &self.env, false)?;
+        let confinement = crate::config::sandboxing::confine(&self.settings, &self.env, false)?;
         let policy = setup::policy(&self.settings, &self.mcp)?;
         let agent = &mut self.session.agent;
         agent.set_sandbox(confinement.sandbox);
@@ -170,15 +170,15 @@ impl CliSession {
         let agent = &mut self.session.agent;
         Ok(match name {
             "context" => {
-                let unit = crate::repl::meter_unit(agent.config().meter);
+                let unit = crate::ui::repl::meter_unit(agent.config().meter);
                 render_context(&agent.context_breakdown(), unit, Style::detect(false))
             }
             "cost" => render_cost(&agent.usage(), &prices),
-            "report" => crate::report_cmd::write_session_page(agent, prices, &self.settings)?
+            "report" => crate::commands::report::write_session_page(agent, prices, &self.settings)?
                 .display()
                 .to_string(),
             "sandbox" => {
-                let (text, _) = crate::sandbox_check::report(
+                let (text, _) = crate::commands::sandbox_check::report(
                     &agent.config().sandbox,
                     self.session.support.as_ref(),
                     &self.settings.workspace,
@@ -199,8 +199,8 @@ impl CliSession {
                 }
             }
             "uncompact" => uncompact_line(&agent.uncompact()?),
-            "rewind" => crate::rewind_cmd::rewind_by_command(agent, arg, sink).await?,
-            "diff" => crate::rewind_cmd::session_diff_text(agent, &self.settings.workspace)?,
+            "rewind" => crate::commands::rewind::rewind_by_command(agent, arg, sink).await?,
+            "diff" => crate::commands::rewind::session_diff_text(agent, &self.settings.workspace)?,
             other => anyhow::bail!("unknown command /{other}"),
         })
     }
@@ -247,7 +247,7 @@ impl HostSession for CliSession {
 
     fn set_model(&mut self, id: &str) -> Result<(), HostError> {
         self.switch_model(id)
-            .map_err(|e| HostError::new(crate::render::error_line(&e)))
+            .map_err(|e| HostError::new(crate::ui::render::error_line(&e)))
     }
 
     fn agent(&mut self) -> &mut Agent {
@@ -260,7 +260,7 @@ impl HostSession for CliSession {
 
     fn set_mode(&mut self, mode: PermissionMode) -> Result<(), HostError> {
         self.set_mode_now(mode)
-            .map_err(|e| HostError::new(crate::render::error_line(&e)))
+            .map_err(|e| HostError::new(crate::ui::render::error_line(&e)))
     }
 
     fn command<'a>(
@@ -273,7 +273,7 @@ impl HostSession for CliSession {
         Box::pin(async move {
             self.run_command(name, arg, sink, cancel)
                 .await
-                .map_err(|e| HostError::new(crate::render::error_line(&e)))
+                .map_err(|e| HostError::new(crate::ui::render::error_line(&e)))
         })
     }
 

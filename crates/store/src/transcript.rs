@@ -7,15 +7,15 @@
 //! quadratically. A tool result whose text the store has already saved is
 //! written as a marker naming that file, so the text exists once on disk.
 
-use super::hash::ContentHash;
-use super::{SavedOutput, StoreError, io_err};
-use crate::Redactor;
-use crate::markers::{Preview, persisted_output};
-use crate::{Block, Content, Message, ToolResult};
+use crate::error::{StoreError, io_err};
+use crate::hash::ContentHash;
+use crate::placeholder::{Preview, persisted_output};
+use crate::saved::SavedOutput;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use whittle_protocol::{Block, Content, Message, Redactor, ToolResult};
 
 /// Characters of a saved output's preview inside a transcript line: enough
 /// to say what it was; the file holds the rest.
@@ -144,7 +144,7 @@ fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Op
         );
         let blocks = replaced.get_or_insert_with(|| blocks.clone());
         blocks[i] = Block::ToolResult(ToolResult {
-            content: Some(crate::ToolResultContent::Text(marker)),
+            content: Some(whittle_protocol::ToolResultContent::Text(marker)),
             ..r.clone()
         });
     }
@@ -181,7 +181,7 @@ pub(super) fn read(path: &Path) -> Result<Vec<Message>, StoreError> {
 #[cfg(test)]
 mod tests {
     use crate::store::Store;
-    use crate::{Block, Message};
+    use whittle_protocol::{Block, Message};
 
     #[test]
     fn appends_once_with_line_numbers_and_survives_a_cut_line() {

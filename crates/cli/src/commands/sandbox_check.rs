@@ -3,8 +3,8 @@
 //! they must not do.
 
 use crate::args::{AgentArgs, SandboxCheckArgs};
+use crate::config::sandboxing::{confine, level_of};
 use crate::config::{self, Env};
-use crate::sandboxing::{confine, level_of};
 use std::path::Path;
 use std::process::ExitCode;
 use whittle_sandbox::{Sandbox, SandboxState, Support, self_test};

@@ -2,7 +2,7 @@
 //! compaction step, retries, the todo list, and a spinner while the model
 //! thinks. Colors and the spinner only on a terminal.
 
-use crate::style::Style;
+use crate::ui::style::Style;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

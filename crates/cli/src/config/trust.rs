@@ -5,7 +5,7 @@
 //! `--trust-project` for one run.
 
 use crate::args::SandboxMode;
-use crate::config_file::{Env, FileConfig, user_config_path};
+use crate::config::file::{Env, FileConfig, user_config_path};
 use anyhow::Context;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -200,7 +200,7 @@ pub fn ask_at_terminal(w: &Widening) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_file::parse_file_config;
+    use crate::config::file::parse_file_config;
 
     #[test]
     fn only_widening_keys_count_and_only_they_are_withheld() {

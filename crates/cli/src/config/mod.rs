@@ -1,13 +1,23 @@
 //! Settings from config files, the environment and flags, later wins:
 //! `~/.config/whittle/config.toml`, `<workspace>/.whittle/config.toml`,
 //! `WHITTLE_MODEL`, then the command line.
+//!
+//! Its submodules turn settings into the things a session runs with: the
+//! provider (`providers`), the agent (`setup`), the sandbox (`sandboxing`),
+//! and what a workspace may widen once the person trusts it (`trust`).
+
+pub(crate) mod file;
+pub(crate) mod providers;
+pub(crate) mod sandboxing;
+pub(crate) mod setup;
+pub(crate) mod trust;
 
 use crate::args::{AgentArgs, Preset, SandboxMode};
-pub use crate::config_file::{Env, FileConfig, read_file_config, user_config_path};
-use crate::trust::{self, Widening};
+pub use crate::config::file::{Env, FileConfig, read_file_config, user_config_path};
 use anyhow::{Context, bail};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use trust::Widening;
 use whittle_agent::CommandHook;
 use whittle_context::TokenBudget;
 use whittle_llm::{ModelFactsOverride, ModelSpec, Reasoning};
@@ -128,7 +138,7 @@ pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
 
 /// Resolves the workspace and every setting from files, `env` and `args`.
 /// What the project config would widen applies only in a trusted folder
-/// (see [`crate::trust`]); `ask` may make it trusted, else it is withheld and
+/// (see [`crate::config::trust`]); `ask` may make it trusted, else it is withheld and
 /// named in [`Settings::withheld`].
 pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow::Result<Settings> {
     let workspace = workspace(args.cwd.as_deref())?;
@@ -344,7 +354,7 @@ mod tests {
     fn layer(name: &str, text: &str) -> (PathBuf, FileConfig) {
         (
             PathBuf::from(name),
-            crate::config_file::parse_file_config(text).unwrap(),
+            crate::config::file::parse_file_config(text).unwrap(),
         )
     }
 
@@ -512,7 +522,7 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
             ("[mcp_servers.fs]\ncommand = \"x\"\ncomand = 1", "comand"),
             ("mcp_schema_share = 2.0", "mcp_schema_share"),
         ] {
-            let err = crate::config_file::parse_file_config(text).unwrap_err();
+            let err = crate::config::file::parse_file_config(text).unwrap_err();
             assert!(!err.contains('\n'), "{err}");
             assert!(err.contains(expect), "{text}: {err}");
         }
@@ -554,7 +564,7 @@ headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
     proptest::proptest! {
         #[test]
         fn any_text_parses_or_gives_one_line(text in "\\PC{0,200}") {
-            if let Err(e) = crate::config_file::parse_file_config(&text) {
+            if let Err(e) = crate::config::file::parse_file_config(&text) {
                 proptest::prop_assert!(!e.contains('\n'));
             }
         }
@@ -569,14 +579,14 @@ mod sandbox_tests {
     fn sandbox_settings_layer_and_expand_the_home_folder() {
         let user = (
             PathBuf::from("/u.toml"),
-            crate::config_file::parse_file_config(
+            crate::config::file::parse_file_config(
                 "[sandbox]\nnetwork = false\nwritable_roots = [\"~/data\"]\nhide_env = [\"GITHUB_TOKEN\"]",
             )
             .unwrap(),
         );
         let project = (
             PathBuf::from("/w/.whittle/config.toml"),
-            crate::config_file::parse_file_config(
+            crate::config::file::parse_file_config(
                 "[sandbox]\nmode = \"read-only\"\nread_roots = [\"/srv/docs\"]",
             )
             .unwrap(),

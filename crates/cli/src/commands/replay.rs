@@ -1,11 +1,11 @@
 //! `whittle replay`: recorded sessions through compaction policies, side by side.
 
 use crate::args::ReplayArgs;
+use crate::commands::replay_run::replay;
+use crate::commands::replay_table::render_table;
 use crate::config::Env;
-use crate::render::{err_line, out_line};
-use crate::replay_run::replay;
-use crate::replay_table::render_table;
-use crate::style::Style;
+use crate::ui::render::{err_line, out_line};
+use crate::ui::style::Style;
 use anyhow::bail;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ pub fn run(args: &ReplayArgs, env: Env<'_>, runtime: &Handle) -> anyhow::Result<
         bail!("no conversation could be imported from the given paths");
     }
     if let Some(page) = &args.html {
-        crate::report_cmd::write_page(&summary, &args.options, page, env)?;
+        crate::commands::report::write_page(&summary, &args.options, page, env)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,5 @@
-//! The on-disk store: persisted tool outputs and transcripts, so that what
-//! compaction takes out of the context can always be read back.
+//! The store itself: where saved outputs and the transcript live, and the
+//! one place that trusts a path read back out of a marker.
 //!
 //! Every file name derived from an id is sanitized, a path read back out of
 //! a marker is trusted only if it resolves inside the store (a tool output
@@ -10,80 +10,21 @@
 //! each archived message written once and naming saved outputs rather than
 //! copying them (see [`Store::archive`]).
 
-mod hash;
-mod output;
-mod transcript;
-
-pub use hash::ContentHash;
-pub use output::{CapturedOutput, OutputWriter};
-pub use transcript::ArchivedSpan;
-
-use crate::Redactor;
-use crate::markers::saved_path_text;
-use crate::{Message, ToolResult};
-use serde::{Deserialize, Serialize};
+use crate::error::{StoreError, io_err};
+use crate::hash::ContentHash;
+use crate::placeholder::saved_path_text;
+use crate::saved::SavedOutput;
+use crate::transcript::{self, ArchivedSpan, Transcript};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use transcript::Transcript;
+use whittle_protocol::{Message, Redactor, ToolResult};
 
 /// Longest file stem derived from an id.
 pub const MAX_STEM_CHARS: usize = 120;
-
-/// What went wrong writing to or reading from the store.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A file could not be written or read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or directory involved.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
-    /// A transcript line was not a message.
-    #[error("{path}:{line}: not a message: {reason}")]
-    BadTranscript {
-        /// The transcript file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// The parse error.
-        reason: String,
-    },
-    /// Too many different outputs claimed the same id.
-    #[error("{dir}: too many different outputs for id {id:?}")]
-    NameExhausted {
-        /// The directory.
-        dir: PathBuf,
-        /// The id.
-        id: String,
-    },
-}
-
-pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-/// A tool output saved in the store: where it is, and its size and hash, so
-/// that whoever reads a reference to it later can tell a missing or altered
-/// file from the real one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SavedOutput {
-    /// The file.
-    pub path: PathBuf,
-    /// Its size in bytes.
-    pub bytes: u64,
-    /// Its content hash.
-    pub hash: ContentHash,
-}
 
 /// Persisted outputs under `ROOT/tool-results/`, the transcript under
 /// `ROOT/transcripts/`. Cheap to clone; clones share the transcript being
@@ -173,6 +114,10 @@ impl Store {
         self.lock().transcript.path().to_path_buf()
     }
 
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     fn lock(&self) -> MutexGuard<'_, Shared> {
         // Nothing panics while holding the lock; a poisoned one is still consistent.
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
@@ -222,19 +167,6 @@ impl Store {
             dir,
             id: tool_use_id.to_string(),
         })
-    }
-
-    /// Starts saving a tool output as it is produced; see [`OutputWriter`].
-    /// Nothing touches the disk until more than `inline_max_bytes` have
-    /// come; at most `cap_bytes` are saved.
-    pub fn output_writer(
-        &self,
-        tool_use_id: &str,
-        inline_max_bytes: usize,
-        cap_bytes: u64,
-    ) -> OutputWriter {
-        OutputWriter::new(self.clone(), tool_use_id, inline_max_bytes, cap_bytes)
-            .redacting(&self.redactor)
     }
 
     /// The output this store saved last for `tool_use_id`, if any.
@@ -438,7 +370,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::markers::{Preview, persisted_output, saved_placeholder};
+    use crate::placeholder::{Preview, persisted_output, saved_placeholder};
 
     #[test]
     fn hostile_ids_stay_inside_the_store() {
@@ -531,8 +463,8 @@ mod tests {
     }
 
     fn as_result(s: String) -> ToolResult {
-        match crate::Block::tool_result("t", s, false) {
-            crate::Block::ToolResult(r) => r,
+        match whittle_protocol::Block::tool_result("t", s, false) {
+            whittle_protocol::Block::ToolResult(r) => r,
             _ => unreachable!(),
         }
     }

@@ -1,7 +1,7 @@
 //! Ctrl-C during a turn: the first one cancels the turn (the history stays
 //! valid and the session goes on), a second one quits at once.
 
-use crate::render::err_line;
+use crate::ui::render::err_line;
 use std::sync::{Arc, Mutex};
 use whittle_agent::{Agent, AgentError, EventSink, TurnOutcome};
 use whittle_context::StepReport;

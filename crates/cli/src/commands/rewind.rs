@@ -6,8 +6,8 @@
 //! a picker, a restore and a diff.
 
 use crate::args::{DiffArgs, GcArgs, RewindArgs};
-use crate::render::out_line;
-use crate::style::Style;
+use crate::ui::render::out_line;
+use crate::ui::style::Style;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
@@ -19,7 +19,7 @@ use whittle_agent::{
     rewind_session_log, session_rewind_points,
 };
 use whittle_checkpoint::{CheckpointId, GcLimits, RestoreReport, UntrackedReason};
-use whittle_context::{
+use whittle_context::session::{
     CheckpointMark, RewindPoint, RewindTarget, SessionRecord, checkpoint_marks, parse_records,
 };
 use whittle_protocol::Redactor;
@@ -60,7 +60,7 @@ fn marks(log: &Path) -> anyhow::Result<Vec<CheckpointMark>> {
 /// `2026-05-01 12:03:04` (UTC) from milliseconds since the epoch.
 fn utc_time(unix_ms: u64) -> String {
     let secs = unix_ms / 1000;
-    let date = crate::slash::utc_date(std::time::UNIX_EPOCH + Duration::from_secs(secs));
+    let date = crate::ui::slash::utc_date(std::time::UNIX_EPOCH + Duration::from_secs(secs));
     let day = secs % 86_400;
     format!(
         "{date} {:02}:{:02}:{:02}",
@@ -384,7 +384,7 @@ fn point_line(n: usize, p: &RewindPoint) -> String {
         RewindTarget::PersonMessage { text } => {
             format!(
                 "your message \"{}\"",
-                crate::render::clip(&whittle_protocol::collapse_whitespace(text), 60)
+                crate::ui::render::clip(&whittle_protocol::collapse_whitespace(text), 60)
             )
         }
         RewindTarget::ToolCall { id, name } => format!("after {name} ({id})"),

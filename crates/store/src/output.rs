@@ -6,16 +6,32 @@
 //! ends, so a crash leaves a file that says it is incomplete). Only the head
 //! and tail are kept in memory, for the preview the model sees.
 
-use super::hash::StreamingHash;
-use super::{SavedOutput, Store, StoreError, io_err};
-use crate::group_digits;
-use crate::markers::{Preview, persisted_output};
-use crate::{RedactStream, Redactor};
+use crate::error::{StoreError, io_err};
+use crate::hash::StreamingHash;
+use crate::placeholder::{Preview, persisted_output};
+use crate::saved::SavedOutput;
+use crate::store::Store;
 use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::path::PathBuf;
+use whittle_protocol::{RedactStream, Redactor, group_digits};
+
+impl Store {
+    /// Starts saving a tool output as it is produced; see [`OutputWriter`].
+    /// Nothing touches the disk until more than `inline_max_bytes` have
+    /// come; at most `cap_bytes` are saved.
+    pub fn output_writer(
+        &self,
+        tool_use_id: &str,
+        inline_max_bytes: usize,
+        cap_bytes: u64,
+    ) -> OutputWriter {
+        OutputWriter::new(self.clone(), tool_use_id, inline_max_bytes, cap_bytes)
+            .redacting(self.redactor())
+    }
+}
 
 /// Bytes of the start and of the end of a saved output kept for its
 /// preview: enough for previews of several thousand characters.
@@ -173,7 +189,7 @@ struct FileSpill {
 }
 
 impl OutputWriter {
-    pub(super) fn new(store: Store, tool_use_id: &str, inline_max: usize, cap: u64) -> Self {
+    fn new(store: Store, tool_use_id: &str, inline_max: usize, cap: u64) -> Self {
         OutputWriter {
             store,
             tool_use_id: tool_use_id.to_string(),
@@ -344,7 +360,7 @@ impl OutputWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::ContentHash;
+    use crate::hash::ContentHash;
 
     #[test]
     fn small_outputs_stay_in_memory() {

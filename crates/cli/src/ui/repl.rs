@@ -4,18 +4,18 @@
 //! `.whittle/repl-history`, line editing, bracketed paste). Otherwise lines
 //! are read from stdin, so scripts and tests can drive the REPL through a pipe.
 
-use crate::approve::TerminalApprover;
 use crate::args::AgentArgs;
+use crate::commands::mcp::{self, Progress};
+use crate::config::setup::{self, Session};
 use crate::config::{Env, Settings};
-use crate::interrupt::{self, CancelSlot, run_turn};
-use crate::mcp_cmd::{self, Progress};
-use crate::render::{Renderer, out_line};
-use crate::setup::{self, Session};
-use crate::slash::{
+use crate::ui::approve::TerminalApprover;
+use crate::ui::interrupt::{self, CancelSlot, run_turn};
+use crate::ui::render::{Renderer, out_line};
+use crate::ui::slash::{
     HELP, SlashCommand, render_context, render_cost, render_sessions, uncompact_line,
 };
-use crate::status_line::status_line;
-use crate::style::Style;
+use crate::ui::status_line::status_line;
+use crate::ui::style::Style;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use std::io::{BufRead, IsTerminal};
@@ -159,7 +159,7 @@ pub fn run(
     } else {
         Progress::Problems
     };
-    let mcp = rt.block_on(mcp_cmd::start_for_session(settings, env, progress))?;
+    let mcp = rt.block_on(mcp::start_for_session(settings, env, progress))?;
     let mut session = setup::open(settings, args, env, approver, &mcp)?;
     if let Installation::Searched { chars, tools } = session.mcp {
         renderer.line(&err_style.dim(&format!(
@@ -201,17 +201,21 @@ pub fn run(
         if let Some(command) = SlashCommand::parse(&text) {
             if command == SlashCommand::Rewind {
                 if let Err(e) = session.ensure_logging() {
-                    renderer.error(&crate::render::error_line(&e));
+                    renderer.error(&crate::ui::render::error_line(&e));
                     continue;
                 }
                 let mut ask = |prompt: &str| match input.read_one(prompt) {
                     Ok(Read::Line(line)) => Some(line),
                     _ => None,
                 };
-                let result =
-                    crate::rewind_cmd::repl_rewind(rt, &mut session.agent, &mut ask, &mut renderer);
+                let result = crate::commands::rewind::repl_rewind(
+                    rt,
+                    &mut session.agent,
+                    &mut ask,
+                    &mut renderer,
+                );
                 if let Err(e) = result {
-                    renderer.error(&crate::render::error_line(&e));
+                    renderer.error(&crate::ui::render::error_line(&e));
                 }
                 continue;
             }
@@ -221,7 +225,7 @@ pub fn run(
             continue;
         }
         if let Err(e) = session.ensure_logging() {
-            renderer.error(&crate::render::error_line(&e));
+            renderer.error(&crate::ui::render::error_line(&e));
             continue;
         }
         renderer.take_turn_compaction();
@@ -231,7 +235,7 @@ pub fn run(
         match outcome {
             Ok(TurnOutcome::Done { .. }) => {
                 if session.spec.provider == ProviderKind::Local && tool_calls == 0 {
-                    renderer.line(&err_style.dim(crate::render::UNLOOKED_ANSWER));
+                    renderer.line(&err_style.dim(crate::ui::render::UNLOOKED_ANSWER));
                 }
             }
             Ok(TurnOutcome::MaxTurns) => {
@@ -298,19 +302,19 @@ fn slash(
         SlashCommand::Cost => {
             out_line(&render_cost(&agent.usage(), &session.prices()));
             if let Some(local) = &session.local {
-                out_line(&crate::slash::render_local_stats(&local.stats()));
+                out_line(&crate::ui::slash::render_local_stats(&local.stats()));
             }
         }
         SlashCommand::Report => {
             let prices = session.prices();
-            match crate::report_cmd::write_session_page(&session.agent, prices, settings) {
+            match crate::commands::report::write_session_page(&session.agent, prices, settings) {
                 Ok(path) => out_line(&path.display().to_string()),
-                Err(e) => renderer.error(&crate::render::error_line(&e)),
+                Err(e) => renderer.error(&crate::ui::render::error_line(&e)),
             }
         }
         SlashCommand::Diff => {
-            if let Err(e) = crate::rewind_cmd::repl_diff(agent, &settings.workspace) {
-                renderer.error(&crate::render::error_line(&e));
+            if let Err(e) = crate::commands::rewind::repl_diff(agent, &settings.workspace) {
+                renderer.error(&crate::ui::render::error_line(&e));
             }
         }
         // Handled where the REPL can ask the person.
@@ -325,7 +329,7 @@ fn slash(
         }
         SlashCommand::Sandbox => {
             let env = |k: &str| std::env::var(k).ok();
-            let (text, _) = crate::sandbox_check::report(
+            let (text, _) = crate::commands::sandbox_check::report(
                 &agent.config().sandbox,
                 session.support.as_ref(),
                 &settings.workspace,
@@ -339,7 +343,7 @@ fn slash(
                 return Flow::Continue;
             }
             if let Err(e) = session.ensure_logging() {
-                renderer.error(&crate::render::error_line(&e));
+                renderer.error(&crate::ui::render::error_line(&e));
                 return Flow::Continue;
             }
             let result = rt.block_on(interrupt::compact(

@@ -3,8 +3,8 @@
 //! prints it, `whittle report` draws it.
 
 use crate::args::ReplayOptions;
+use crate::config::providers::build_provider;
 use crate::config::{Env, resolve};
-use crate::providers::build_provider;
 use anyhow::{Context, bail};
 use std::path::Path;
 use tokio::runtime::Handle;

@@ -1,7 +1,7 @@
 //! `whittle model pull`: fetch the default local model once.
 
-use crate::render::{err_line, out_line};
-use crate::style::Style;
+use crate::ui::render::{err_line, out_line};
+use crate::ui::style::Style;
 use std::io::{IsTerminal, Write};
 use whittle_local::{PullProgress, default_model_path, ensure_default_model};
 

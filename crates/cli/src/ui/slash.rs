@@ -1,12 +1,12 @@
 //! The REPL's slash commands: parsing them and drawing what they show.
 
-use crate::render::clip;
-use crate::style::Style;
+use crate::ui::render::clip;
+use crate::ui::style::Style;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_agent::{ContextBreakdown, SessionInfo, Uncompacted, UsageTotals};
-use whittle_context::SessionRecord;
+use whittle_context::session::SessionRecord;
 use whittle_llm::Prices;
 use whittle_local::EngineStats;
 use whittle_protocol::group_digits;
