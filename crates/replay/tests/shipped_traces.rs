@@ -1,7 +1,9 @@
 //! The sessions shipped in the repository's `traces/` (recorded by us from a
 //! real Claude Code against a scripted model: see `traces/README.md`), which
 //! the README's replay and report examples read: every one imports as
-//! recorded and replays with totals that add up and agree with its bill.
+//! recorded, replays with totals that add up and agree with its bill, and
+//! the README's table is what replay says of them, so that neither the
+//! example nor the table can rot.
 
 use crate::common;
 
@@ -9,7 +11,7 @@ use common::checks::{
     claude_code_content_is_kept_verbatim, claude_code_counts_agree_with_the_raw_events, only,
     replay_keeps_the_invariants, tool_pairs, valid_and_round_trips_through_serde,
 };
-use common::shipped_traces;
+use common::{readme, shipped_traces};
 use whittle_replay::{
     Format, Measured, Policy, ReplayConfig, ReplaySummary, StandInSummarizer, replay_paths,
     trace_files,
@@ -81,4 +83,40 @@ fn the_shipped_sessions_replay_with_totals_that_add_up_and_match_their_bill() {
         "{}: none is {error:+.2}% off its bill",
         uncompacted.id
     );
+}
+/// The cells of the README table's row whose first cell starts with `name`.
+fn readme_row(readme: &str, name: &str) -> Vec<String> {
+    readme
+        .lines()
+        .find(|l| {
+            l.trim_start_matches("| ")
+                .trim_start_matches("**")
+                .starts_with(name)
+        })
+        .unwrap_or_else(|| panic!("no README row for {name}"))
+        .split('|')
+        .map(|cell| cell.trim().trim_matches('*').to_owned())
+        .filter(|cell| !cell.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_readme_table_is_what_replay_says_of_the_shipped_traces() {
+    let text = std::fs::read_to_string(readme()).unwrap();
+    assert!(
+        text.contains(&format!("replay --window-tokens {WINDOW} traces/")),
+        "the README's example replays traces/ at {WINDOW} tokens"
+    );
+    let summary = replay_shipped();
+    let none = summary.totals[0].cost_usd;
+    for t in &summary.totals {
+        let row = readme_row(&text, &t.policy);
+        let expected = [
+            format!("${:.2}", t.cost_usd),
+            format!("{:.2}x", t.cost_usd / none),
+            format!("{:.1}%", 100.0 * t.cache_read_share()),
+            t.over_window.to_string(),
+        ];
+        assert_eq!(row[1..5], expected, "README row {row:?}");
+    }
 }

@@ -23,6 +23,11 @@ pub fn shipped_traces() -> PathBuf {
     package_dir().join("../../traces")
 }
 
+/// The repository's README, whose first replay table is of [`shipped_traces`].
+pub fn readme() -> PathBuf {
+    package_dir().join("../../README.md")
+}
+
 /// `tests/fixtures`: small sessions we wrote in each format, in the repository.
 pub fn fixtures() -> PathBuf {
     package_dir().join("tests/fixtures")
