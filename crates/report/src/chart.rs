@@ -24,7 +24,7 @@ const HEIGHT: u32 = 180;
 
 /// Curves of at most this many calls get a dot per call: a line through
 /// a few points hides where they are, and one point draws no line at all.
-pub const DOTS_UP_TO: usize = 12;
+const DOTS_UP_TO: usize = 12;
 
 /// How far above the curve and the limit the window may be and still be drawn.
 const WINDOW_HEADROOM: u64 = 3;

@@ -35,8 +35,8 @@ mod page;
 mod replay_view;
 mod session_view;
 
-pub use chart::{DOTS_UP_TO, Marker};
-pub use cost_parts::{CostPart, LegendKey, cost_legend, cost_parts};
+pub use chart::Marker;
+pub use cost_parts::{CostPart, LegendKey};
 pub use downsample::{MAX_POINTS, downsample};
 pub use error::ReportError;
 pub use links::Link;
