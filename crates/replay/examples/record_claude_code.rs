@@ -499,7 +499,7 @@ const FIXED_GROUP: &str = "    let inner = parse_expr(tokens)?;\n    tokens.expe
 const COMPACT_SUMMARY: &str = "<summary>\n1. Primary request: the parser tests failed; find the cause in test-output.log and fix it.\n2. Key files: src/parser.rs (parse_group), src/lexer.rs (Token::RParen), test-output.log.\n3. Done: parse_group now expects Token::RParen and returns Error::Unclosed(start); `echo test result` reported 312 passed.\n4. Pending: nothing.\n</summary>";
 
 /// A module of the calculator: a doc line, then functions of one shape
-/// with the module's names, about 9 KB.
+/// with the module's names, about 7 KB.
 fn source_file(module: &str) -> String {
     let mut s = format!(
         "//! The calculator's {module}.\n\nuse crate::error::Error;\nuse crate::lexer::{{Token, Tokens}};\n\n"
