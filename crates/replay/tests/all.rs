@@ -6,3 +6,4 @@ mod common;
 mod fixtures;
 mod import_corrupt;
 mod import_formats;
+mod shipped_traces;

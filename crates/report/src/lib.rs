@@ -6,7 +6,7 @@
 //! It shows a replay ([`whittle_replay::ReplaySummary`]: policies side by
 //! side, cost bars, a chart of context tokens per call per conversation and
 //! policy with every applied step marked, a sortable table, worst
-//! conversations first) and whittle's own session logs (the same chart from
+//! conversations first; costs in parts: cache reads, writes, output...) and whittle's own session logs (the same chart from
 //! the usage the provider reported, cumulative cost, and a timeline of
 //! compactions with relative links to the outputs and transcripts they
 //! saved).
@@ -25,7 +25,9 @@
 //! assert!(shown.contains(&7_777) && shown.contains(&7_776));
 //! ```
 
+mod axis;
 mod chart;
+mod cost_parts;
 mod downsample;
 mod error;
 mod links;
@@ -34,6 +36,7 @@ mod replay_view;
 mod session_view;
 
 pub use chart::Marker;
+pub use cost_parts::{CostPart, LegendKey};
 pub use downsample::{MAX_POINTS, downsample};
 pub use error::ReportError;
 pub use links::Link;

@@ -1,7 +1,8 @@
 //! A replay's page data: the policies side by side, cost bars, and per
 //! conversation one chart per policy, worst conversations first.
 
-use crate::chart::{ContextCurve, Marker, context_chart, cost_bars};
+use crate::chart::{ContextCurve, CostBar, Marker, context_chart, cost_bars};
+use crate::cost_parts::{LegendKey, cost_legend, cost_parts};
 use crate::error::ReportError;
 use serde::Serialize;
 use whittle_protocol::group_digits;
@@ -106,13 +107,16 @@ pub struct ReplayView {
     /// The policies' totals, in the run's order.
     pub policies: Vec<PolicyColumn>,
     /// Per policy, what its compactions kept of the facts they removed
-    /// (the person's messages, paths, commands) and its ledger's size;
-    /// `None` when no policy removed anything.
-    pub survival: Option<Vec<String>>,
+    /// (the person's messages, paths, commands) and its ledger's size, in
+    /// parts that the page may put on lines of their own; `None` when no
+    /// policy removed anything.
+    pub survival: Option<Vec<Vec<String>>>,
     /// The same for the Claude Code summaries recorded in the traces.
     pub recorded_survival: Option<String>,
-    /// Cost per policy, an SVG element.
+    /// Cost per policy in parts, an SVG element.
     pub cost_svg: String,
+    /// The colours of the cost parts.
+    pub cost_legend: Vec<LegendKey>,
     /// Conversations, worst first.
     pub conversations: Vec<ConversationView>,
     /// Files that could not be imported.
@@ -129,9 +133,14 @@ impl ReplayView {
             .map(|t| PolicyColumn::of(t, first_cost))
             .collect();
         let cost_svg = cost_bars(
-            &policies
+            &summary
+                .totals
                 .iter()
-                .map(|p| (p.name.clone(), p.cost_usd))
+                .map(|t| CostBar {
+                    name: t.policy.clone(),
+                    parts: cost_parts(t, &summary.prices),
+                    total: t.cost_usd,
+                })
                 .collect::<Vec<_>>(),
         )?;
         let mut conversations = summary
@@ -168,33 +177,36 @@ impl ReplayView {
                         .map(|t| survival_cell(&t.survival))
                         .collect()
                 }),
-            recorded_survival: summary.recorded_survival.as_ref().map(survival_cell),
+            recorded_survival: summary
+                .recorded_survival
+                .as_ref()
+                .map(|s| survival_cell(s).join(" · ")),
             policies,
             cost_svg,
+            cost_legend: cost_legend(),
             conversations,
             errors: summary.errors.clone(),
         })
     }
 }
 
-/// `person 100% · paths 88% · commands 56% · ledger ~1,527 tokens`, or a
-/// dash when nothing was removed.
-fn survival_cell(s: &Survival) -> String {
+/// `person 100%`, `paths 88%`, `commands 56%`, `ledger ~1,527 tokens`, or
+/// a dash when nothing was removed.
+fn survival_cell(s: &Survival) -> Vec<String> {
     if s.compactions == 0 {
-        return "-".to_owned();
+        return vec!["-".to_owned()];
     }
     let pct = |t: Tally| {
         t.percent()
             .map_or_else(|| "-".to_owned(), |p| format!("{p:.0}%"))
     };
-    let mut cell = format!(
-        "person {} · paths {} · commands {}",
-        pct(s.person),
-        pct(s.paths),
-        pct(s.commands)
-    );
+    let mut cell = vec![
+        format!("person {}", pct(s.person)),
+        format!("paths {}", pct(s.paths)),
+        format!("commands {}", pct(s.commands)),
+    ];
     if let Some(median) = s.ledger_tokens_median().filter(|m| *m > 0) {
-        cell.push_str(&format!(" · ledger ~{} tokens", group_digits(median)));
+        cell.push(format!("ledger ~{} tokens", group_digits(median)));
     }
     cell
 }

@@ -1,7 +1,8 @@
 //! A real browser opens a report: headless Chromium renders the page of
 //! `../shared/traces` (or of the repository's fixtures in a lone clone),
 //! the screenshot must not be blank, the page's script must have run
-//! without an error and the console must stay silent. Without a browser
+//! without an error, the console must stay silent, and the policy table
+//! must fit its column in a 1,280 px window. Without a browser
 //! (CI installs Debian's `chromium`), it says in one line that it did not run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -109,6 +110,48 @@ fn pixel_stats(png_path: &Path) -> (f64, f64, f64) {
     (mean, variance, inked)
 }
 
+/// Measures the policy table after layout and writes the widths, in CSS
+/// pixels, on the body (`data-fit="table container page viewport"`).
+const MEASURE_TABLE: &str = "<script>(function () {
+  var t = document.querySelector('table.policies');
+  var c = t.parentElement;
+  document.body.setAttribute('data-fit', [t.scrollWidth, c.clientWidth,
+    document.documentElement.scrollWidth, window.innerWidth].join(' '));
+})();</script></body>";
+
+/// The widths `MEASURE_TABLE` wrote.
+#[derive(Debug)]
+struct TableFit {
+    table: u32,
+    container: u32,
+    page: u32,
+    viewport: u32,
+}
+
+fn table_fit(dom: &str) -> TableFit {
+    let doc = scraper::Html::parse_document(dom);
+    let body = doc
+        .select(&scraper::Selector::parse("body").unwrap())
+        .next()
+        .unwrap();
+    let widths: Vec<u32> = body
+        .value()
+        .attr("data-fit")
+        .expect("the measuring script ran")
+        .split(' ')
+        .map(|w| w.parse().unwrap())
+        .collect();
+    let [table, container, page, viewport] = widths[..] else {
+        panic!("four widths: {widths:?}");
+    };
+    TableFit {
+        table,
+        container,
+        page,
+        viewport,
+    }
+}
+
 fn main() -> ExitCode {
     let args = Arguments::from_args();
     let Some(browser) = find_browser() else {
@@ -132,11 +175,15 @@ fn main() -> ExitCode {
             let file = dir.path().join("report.html");
             std::fs::write(&file, &html).unwrap();
 
+            // The same page with a script that measures the policy table
+            // in a 1,280 px window: the DOM it dumps carries the widths.
+            let measured = dir.path().join("measured.html");
+            std::fs::write(&measured, html.replace("</body>", MEASURE_TABLE)).unwrap();
             let dom = headless(
                 &browser,
                 &dir.path().join("profile-dom"),
-                &file,
-                &["--dump-dom"],
+                &measured,
+                &["--dump-dom", "--window-size=1280,1600"],
             );
             let text = String::from_utf8_lossy(&dom.stdout);
             assert!(
@@ -145,6 +192,21 @@ fn main() -> ExitCode {
                 String::from_utf8_lossy(&dom.stderr)
             );
             assert_eq!(console_lines(&dom.stderr), Vec::<String>::new());
+            let fit = table_fit(&text);
+            println!("browser: policy table at 1,280 px: {fit:?}");
+            assert_eq!(fit.viewport, 1280, "{fit:?}");
+            assert!(
+                fit.table <= fit.container,
+                "the policy table is {} px wide in a {} px column: its last columns hide behind a scrollbar",
+                fit.table,
+                fit.container
+            );
+            assert!(
+                fit.page <= fit.viewport,
+                "the page scrolls sideways: {} px in a {} px window",
+                fit.page,
+                fit.viewport
+            );
 
             let shot = dir.path().join("shot.png");
             let out = headless(

@@ -1,10 +1,6 @@
 //! The page of a replay of the repository's fixtures and of a session log,
 //! parsed as HTML: its structure, its numbers and its links.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{check_replay_page, fixtures, replay, sel};
+use crate::common::{check_replay_page, fixtures, replay, sel};
 use scraper::Html;
 use serde_json::json;
 use std::path::Path;

@@ -17,6 +17,17 @@ fn package_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// `traces/` at the repository's root: the sessions we recorded for the
+/// README's replay and report examples.
+pub fn shipped_traces() -> PathBuf {
+    package_dir().join("../../traces")
+}
+
+/// The repository's README, whose first replay table is of [`shipped_traces`].
+pub fn readme() -> PathBuf {
+    package_dir().join("../../README.md")
+}
+
 /// `tests/fixtures`: small sessions we wrote in each format, in the repository.
 pub fn fixtures() -> PathBuf {
     package_dir().join("tests/fixtures")
