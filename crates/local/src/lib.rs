@@ -35,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+mod attention;
 mod download;
 mod engine;
 mod error;

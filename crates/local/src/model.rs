@@ -7,13 +7,13 @@
 //! default model's type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
 //! gate/up are fused so each layer makes four products, not seven.
 
+use crate::attention::{Shape, attend};
 use crate::error::LocalError;
 use crate::gguf::Metadata;
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
 use crate::quant::{BLOCK, Kind};
 use candle_core::quantized::{GgmlDType, gguf_file};
 use candle_core::{DType, Device, Tensor};
-use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
@@ -171,69 +171,6 @@ impl KvCache {
         }
         self.capacity = capacity;
     }
-}
-
-/// Dot product in eight lanes (vectorizes; the order is fixed, so results do not depend on
-/// how a prompt was split into chunks).
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
-/// Causal attention of `seq` queries at positions `pos..` over the cache of one layer.
-/// `q` is `[head][token][dim]`; the result is `[token][head · dim]`. Each (token, head)
-/// is computed on its own, the same way whatever the chunk it arrived in: the prefix cache
-/// then changes what is computed, never the numbers.
-#[allow(clippy::too_many_arguments)]
-fn attend(
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    capacity: usize,
-    pos: usize,
-    seq: usize,
-    n_head: usize,
-    n_kv: usize,
-    hd: usize,
-) -> Vec<f32> {
-    let n_rep = n_head / n_kv;
-    let scale = 1.0 / (hd as f32).sqrt();
-    let mut out = vec![0f32; seq * n_head * hd];
-    out.par_chunks_mut(hd).enumerate().for_each(|(i, o)| {
-        let (t, h) = (i / n_head, i % n_head);
-        let g = h / n_rep;
-        let q = &q[(h * seq + t) * hd..][..hd];
-        let k = &keys[g * capacity * hd..];
-        let v = &values[g * capacity * hd..];
-        let n = pos + t + 1;
-        let mut scores: Vec<f32> = (0..n).map(|j| dot(q, &k[j * hd..][..hd]) * scale).collect();
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
-        let mut sum = 0f32;
-        for s in &mut scores {
-            *s = (*s - max).exp();
-            sum += *s;
-        }
-        for (j, p) in scores.iter().enumerate() {
-            let w = p / sum;
-            for (o, v) in o.iter_mut().zip(&v[j * hd..][..hd]) {
-                *o += w * v;
-            }
-        }
-    });
-    out
 }
 
 /// The loaded weights and the KV cache.
@@ -535,7 +472,15 @@ impl Transformer {
                     cv[to..to + hd].copy_from_slice(&v[from..from + hd]);
                 }
             }
-            let y = attend(&q, ck, cv, cap, pos, seq, n_head, n_kv, hd);
+            let shape = Shape {
+                capacity: cap,
+                pos,
+                seq,
+                n_head,
+                n_kv,
+                head_dim: hd,
+            };
+            let y = attend(&q, ck, cv, shape);
             let y = Tensor::from_vec(y, (seq, n_head * hd), &self.device)?;
             x = (x + layer.o.forward(&y)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
