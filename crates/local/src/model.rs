@@ -11,6 +11,7 @@ use crate::attention::{Shape, attend};
 use crate::error::LocalError;
 use crate::gguf::Metadata;
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
+use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
 use candle_core::quantized::{GgmlDType, gguf_file};
 use candle_core::{DType, Device, Tensor};
@@ -403,6 +404,58 @@ impl Transformer {
     /// Drops the cache entirely (and its memory).
     pub(crate) fn clear_cache(&mut self) {
         self.cache.clear();
+    }
+
+    /// The shape of the KV cache.
+    pub(crate) fn kv_shape(&self) -> KvShape {
+        KvShape {
+            n_layer: self.cfg.n_layer,
+            n_kv: self.cfg.n_kv_head,
+            head_dim: self.cfg.head_dim,
+        }
+    }
+
+    /// Keys and values of the first `n` cached positions, laid out as
+    /// [`KvShape::values`] says (`None` when fewer are cached).
+    pub(crate) fn export_prefix(&self, n: usize) -> Option<Vec<f32>> {
+        if n > self.cache.len {
+            return None;
+        }
+        let (cap, hd) = (self.cache.capacity, self.cfg.head_dim);
+        let mut out = Vec::with_capacity(self.kv_shape().values(n));
+        for (k, v) in &self.cache.layers {
+            for buf in [k, v] {
+                for g in 0..self.cfg.n_kv_head {
+                    out.extend_from_slice(&buf[g * cap * hd..][..n * hd]);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Replaces the cache with `n` positions of keys and values from
+    /// [`Transformer::export_prefix`]; false (cache cleared) when they do not fit.
+    pub(crate) fn import_prefix(&mut self, n: usize, kv: &[f32]) -> bool {
+        self.cache.clear();
+        if n == 0 || kv.len() != self.kv_shape().values(n) || n >= self.cfg.context_length {
+            return false;
+        }
+        let (n_kv, hd) = (self.cfg.n_kv_head, self.cfg.head_dim);
+        self.cache.reserve(n, self.cfg.context_length, n_kv, hd);
+        let cap = self.cache.capacity;
+        let mut from = kv.chunks_exact(n * hd.max(1));
+        for (k, v) in &mut self.cache.layers {
+            for buf in [k, v] {
+                for g in 0..n_kv {
+                    let Some(src) = from.next() else {
+                        return false;
+                    };
+                    buf[g * cap * hd..][..n * hd].copy_from_slice(src);
+                }
+            }
+        }
+        self.cache.len = n;
+        true
     }
 
     /// Runs `tokens` at positions `cached_len()..`, extends the cache, and returns the
