@@ -190,7 +190,7 @@ pub fn open(
     config.redactor = confinement.redactor;
     let support = confinement.support;
     let mut tools = ToolRegistry::builtin();
-    // The embedded model gets a short prompt and four tools (see EMBEDDED_TOOLS).
+    // The embedded model gets a short prompt and three tools (see EMBEDDED_TOOLS).
     let embedded = spec.provider == ProviderKind::Local;
     if embedded {
         let others: Vec<String> = tools
