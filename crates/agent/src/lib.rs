@@ -36,6 +36,6 @@ pub use builtin::{CompactInput, CompactTool, TaskInput, TaskTool};
 pub use environment::environment_block;
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
 pub use instructions::{InstructionFile, ProjectInstructions, instructions_chars};
-pub use prompt::{session_system_prompt, system_prompt};
+pub use prompt::{EMBEDDED_TOOLS, embedded_system_prompt, session_system_prompt, system_prompt};
 pub use session::{SessionFileError, SessionInfo, SessionWriter, find_session, list_sessions};
 pub use summarizer::ProviderSummarizer;

@@ -3,6 +3,7 @@
 use crate::instructions::ProjectInstructions;
 use std::path::Path;
 use whittle_context::prompts::AUTHORITY_RULE;
+use whittle_protocol::tool_names;
 use whittle_tools::Skills;
 
 /// The system prompt of a session: [`system_prompt`], then the environment
@@ -47,6 +48,34 @@ run; the `recall` tool searches everything that left the context. Call the \
     if !listing.is_empty() {
         p.push('\n');
         p.push_str(&listing);
+    }
+    append_extra(&mut p, extra);
+    p
+}
+
+/// The tools the embedded model is given: a 135M model picks the right one of three far
+/// more often than of eleven, and each schema left out is prompt it need not read. `bash`
+/// is not among them: offered, the model copied the tools section's example and ran
+/// `echo` for questions about files (measured on bench/embedded_questions.py).
+pub const EMBEDDED_TOOLS: [&str; 3] = [tool_names::READ_FILE, tool_names::GLOB, tool_names::GREP];
+
+/// The system prompt of a session on the embedded model: a few sentences a small model
+/// can follow (look, then answer from what was found) instead of the full prompt, which
+/// costs a second of prefill on two cores and which it does not follow anyway. The
+/// project's instructions and the config's extra still come after it.
+pub fn embedded_system_prompt(
+    workspace: &Path,
+    extra: Option<&str>,
+    instructions: &ProjectInstructions,
+) -> String {
+    let mut p = format!(
+        "You are whittle, a coding assistant working in the folder {}. To answer a question about the project, first call a tool to look: glob lists files, read_file reads one, grep searches their text. Then answer in one or two sentences from what the tool returned.\n",
+        workspace.display()
+    );
+    let instructions = instructions.render();
+    if !instructions.is_empty() {
+        p.push('\n');
+        p.push_str(&instructions);
     }
     append_extra(&mut p, extra);
     p

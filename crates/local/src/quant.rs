@@ -207,7 +207,7 @@ fn q6k_half(b: &[u8], h: usize) -> ([[i8; 32]; 4], [i8; 8]) {
 
 /// The AVX2 kernels, if this CPU has them (checked once).
 #[cfg(target_arch = "x86_64")]
-fn avx2() -> Option<V3> {
+pub(crate) fn avx2() -> Option<V3> {
     static V3_AVAILABLE: OnceLock<Option<V3>> = OnceLock::new();
     *V3_AVAILABLE.get_or_init(V3::try_new)
 }

@@ -37,8 +37,8 @@ pub fn tools_prompt(tools: &[ToolSpec]) -> String {
     for tool in tools {
         let schema = json!({
             "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.input_schema,
+            "description": first_sentence(&tool.description),
+            "parameters": brief_schema(&tool.input_schema),
         });
         out.push_str(&schema.to_string());
         out.push('\n');
@@ -58,6 +58,43 @@ pub fn tools_prompt(tools: &[ToolSpec]) -> String {
         ));
     }
     out
+}
+
+/// A description's first sentence: what a small model reads of it, at a fraction of the
+/// prompt (the rest is advice for large models).
+fn first_sentence(description: &str) -> &str {
+    description
+        .match_indices(". ")
+        .next()
+        .map_or(description, |(at, _)| &description[..=at])
+}
+
+/// A parameters schema down to what a call needs: each property's type (or enum, or item
+/// type), and which are required; titles, descriptions and formats go.
+fn brief_schema(schema: &Value) -> Value {
+    let mut properties = Map::new();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, p) in props {
+            let mut brief = Map::new();
+            for key in ["type", "enum", "items"] {
+                if let Some(v) = p.get(key) {
+                    let v = match (key, v.get("type")) {
+                        ("items", Some(t)) => json!({ "type": t }),
+                        _ => v.clone(),
+                    };
+                    brief.insert(key.to_string(), v);
+                }
+            }
+            properties.insert(name.clone(), Value::Object(brief));
+        }
+    }
+    let mut out = Map::new();
+    out.insert("type".into(), json!("object"));
+    out.insert("properties".into(), Value::Object(properties));
+    if let Some(required) = schema.get("required") {
+        out.insert("required".into(), required.clone());
+    }
+    Value::Object(out)
 }
 
 /// Placeholder arguments for a schema: its required properties (or its first three), each
@@ -285,6 +322,39 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_tools_section_keeps_names_types_and_first_sentences_only() {
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            description: "Read a text file. Lines are numbered like `cat -n`.".into(),
+            input_schema: json!({"$schema": "x", "title": "ReadFileInput", "type": "object",
+                "properties": {"path": {"type": "string", "description": "A long story."},
+                    "mode": {"enum": ["a", "b"], "description": "more"},
+                    "paths": {"type": "array", "items": {"type": "string", "format": "path"}}},
+                "required": ["path"]}),
+        };
+        let prompt = tools_prompt(&[spec]);
+        assert!(
+            prompt.contains("\"description\":\"Read a text file.\""),
+            "{prompt}"
+        );
+        assert!(prompt.contains("\"required\":[\"path\"]"), "{prompt}");
+        assert!(
+            prompt.contains("\"items\":{\"type\":\"string\"}"),
+            "{prompt}"
+        );
+        for gone in [
+            "cat -n",
+            "A long story",
+            "ReadFileInput",
+            "$schema",
+            "format",
+        ] {
+            assert!(!prompt.contains(gone), "{gone} in {prompt}");
+        }
+        assert_eq!(first_sentence("No period"), "No period");
     }
 
     #[test]

@@ -118,6 +118,7 @@ fn greedy(m: &mut LocalModel, system: &str, messages: &[Message]) -> whittle_loc
         top_p: 1.0,
         repeat_penalty: 1.0,
         seed: 0,
+        force_tool_call: false,
     };
     let request = ChatRequest {
         system,
@@ -166,4 +167,97 @@ fn the_prefix_cache_gives_the_same_greedy_reply_as_a_cold_run() {
         assert_eq!(cold.raw_text, warm.raw_text);
         assert!(cold.timings.prompt_tokens_per_second(&cold.usage).is_some());
     }
+}
+
+/// Made to look first, the small model writes a call that parses, names one of the tools
+/// offered and carries that tool's required argument, greedy or sampled.
+#[test]
+fn a_forced_tool_call_is_a_valid_call_to_a_listed_tool() {
+    use whittle_local::{StopReason, ToolSpec};
+    use whittle_protocol::Block;
+    let spec = |name: &str, key: &str| ToolSpec {
+        name: name.into(),
+        description: format!("Give a {key}."),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {key: {"type": "string"}}, "required": [key]}),
+    };
+    let tools = [
+        spec("read_file", "path"),
+        spec("glob", "pattern"),
+        spec("grep", "pattern"),
+    ];
+    let messages = [Message::user("Which file defines the class Ledger?")];
+    let request = ChatRequest {
+        system: "You are a coding assistant. Look at the files before you answer.",
+        messages: &messages,
+        tools: &tools,
+    };
+    let mut m = model().lock().unwrap();
+    for (temperature, seed) in [(0.0, 0), (0.8, 1), (0.8, 2), (1.2, 3)] {
+        let params = GenerationParams {
+            max_tokens: 96,
+            temperature,
+            seed,
+            force_tool_call: true,
+            ..GenerationParams::default()
+        };
+        let reply = m
+            .complete(&request, &params, &mut |_| ControlFlow::Continue(()))
+            .unwrap();
+        assert_eq!(reply.stop_reason, StopReason::ToolUse, "{}", reply.raw_text);
+        let calls: Vec<_> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse(u) => Some(u),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls.len(), 1, "{}", reply.raw_text);
+        let tool = tools.iter().find(|t| t.name == calls[0].name).unwrap();
+        let key = tool.input_schema["required"][0].as_str().unwrap();
+        assert!(calls[0].input[key].is_string(), "{}", reply.raw_text);
+    }
+}
+
+/// The fixed prefix from the disk cache changes how much is computed, never what comes
+/// out: a cold run, a run whose system prompt comes from disk, a run with the cache off and
+/// a run over a damaged entry (ignored) give the same greedy reply.
+#[test]
+fn the_prompt_cache_on_disk_gives_the_same_greedy_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = model().lock().unwrap();
+    let system = "You are a helpful assistant. Answer in one short sentence.";
+    let messages = [Message::user("What is the capital of Italy?")];
+    m.set_prompt_cache_dir(Some(dir.path().to_path_buf()))
+        .unwrap();
+    m.reset_cache();
+    let hits = m.stats().disk_prefix_hits;
+    let cold = greedy(&mut m, system, &messages);
+    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "the system prompt's keys and values were written"
+    );
+    assert_eq!(m.stats().disk_prefix_hits, hits);
+    m.reset_cache();
+    let from_disk = greedy(&mut m, system, &messages);
+    assert_eq!(m.stats().disk_prefix_hits, hits + 1);
+    assert!(from_disk.usage.cached_prompt_tokens > 10);
+    assert_eq!(from_disk.raw_text, cold.raw_text);
+    // A damaged entry is ignored (and rewritten).
+    let path = entries[0].as_ref().unwrap().path();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    m.reset_cache();
+    let damaged = greedy(&mut m, system, &messages);
+    assert_eq!(damaged.usage.cached_prompt_tokens, 0);
+    assert_eq!(damaged.raw_text, cold.raw_text);
+    m.set_prompt_cache_dir(None).unwrap();
+    m.reset_cache();
+    let off = greedy(&mut m, system, &messages);
+    assert_eq!(off.raw_text, cold.raw_text);
 }

@@ -377,6 +377,7 @@ fn seeded_sampling() -> GenerationParams {
         top_p: 0.95,
         repeat_penalty: 1.0,
         seed: 7,
+        force_tool_call: false,
     }
 }
 
@@ -424,6 +425,7 @@ fn extending_the_conversation_reuses_the_cache_and_matches_a_fresh_run() {
         top_p: 1.0,
         repeat_penalty: 1.0,
         seed: 0,
+        force_tool_call: false,
     };
     let first = "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n";
     let (g1, _) = collect(&mut m, first, &greedy);
@@ -455,8 +457,8 @@ fn a_generated_tool_call_becomes_a_tool_use_block() {
     );
     assert_eq!(reply.stop_reason, StopReason::ToolUse);
     assert_eq!(
-        reply.usage.completion_tokens, 4,
-        "three tokens and <|im_end|>"
+        reply.usage.completion_tokens, 3,
+        "three tokens: a completed call ends the reply"
     );
     assert_eq!(reply.content.len(), 1);
     let call = reply.content[0].as_tool_use().unwrap();
@@ -480,6 +482,7 @@ fn prompts_that_do_not_fit_are_overflow_errors() {
         top_p: 1.0,
         repeat_penalty: 1.0,
         seed: 0,
+        force_tool_call: false,
     };
     // "aaa…" has no merges: one token per byte.
     for len in [WINDOW, WINDOW + 100] {
@@ -534,6 +537,7 @@ fn the_callback_can_stop_generation() {
         top_p: 1.0,
         repeat_penalty: 1.0,
         seed: 3,
+        force_tool_call: false,
     };
     let mut pieces = 0;
     let g = m
@@ -726,6 +730,7 @@ fn qwen2_architecture_runs_with_biases_and_its_own_split() {
         top_p: 0.9,
         repeat_penalty: 1.0,
         seed: 5,
+        force_tool_call: false,
     };
     let (a, _) = collect(&mut m, "hello", &params);
     m.reset_cache();

@@ -8,8 +8,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use whittle_agent::{
-    Agent, AgentConfig, Approver, CompactTool, Hooks, MeterChoice, ProjectInstructions, TaskTool,
-    UsageMeter, environment_block, find_session, session_system_prompt,
+    Agent, AgentConfig, Approver, CompactTool, EMBEDDED_TOOLS, Hooks, MeterChoice,
+    ProjectInstructions, TaskTool, UsageMeter, embedded_system_prompt, environment_block,
+    find_session, session_system_prompt,
 };
 use whittle_context::{Limits, TokenBudget, TokenMeter};
 use whittle_llm::{ModelSpec, Prices, ProviderKind, model_facts_with};
@@ -129,13 +130,21 @@ pub fn agent_config(
         limits,
         meter,
         context_window: facts.context_window,
-        system_prompt: session_system_prompt(
-            &settings.workspace,
-            &skills,
-            settings.system_prompt_extra.as_deref(),
-            environment,
-            &instructions,
-        ),
+        system_prompt: if spec.provider == ProviderKind::Local {
+            embedded_system_prompt(
+                &settings.workspace,
+                settings.system_prompt_extra.as_deref(),
+                &instructions,
+            )
+        } else {
+            session_system_prompt(
+                &settings.workspace,
+                &skills,
+                settings.system_prompt_extra.as_deref(),
+                environment,
+                &instructions,
+            )
+        },
         reasoning: settings.reasoning,
         sandbox: Sandbox::none(),
         redactor: Redactor::default(),
@@ -181,7 +190,20 @@ pub fn open(
     config.redactor = confinement.redactor;
     let support = confinement.support;
     let mut tools = ToolRegistry::builtin();
-    tools.register(Arc::new(CompactTool));
+    // The embedded model gets a short prompt and three tools (see EMBEDDED_TOOLS).
+    let embedded = spec.provider == ProviderKind::Local;
+    if embedded {
+        let others: Vec<String> = tools
+            .names()
+            .filter(|n| !EMBEDDED_TOOLS.contains(n))
+            .map(str::to_owned)
+            .collect();
+        for name in others {
+            tools.remove(&name);
+        }
+    } else {
+        tools.register(Arc::new(CompactTool));
+    }
     let installation = mcp.install(&mut tools, mcp_budget_chars(settings, &config));
     let mut hooks = Hooks::new();
     hooks.add_commands(settings.hooks.iter().cloned());
@@ -191,7 +213,9 @@ pub fn open(
         .with_hooks(hooks.clone())
         .with_usage_meter(usage.clone())
         .with_parent_policy(&policy);
-    tools.register(Arc::new(task));
+    if !embedded {
+        tools.register(Arc::new(task));
+    }
     let mut agent = Agent::new(provider, tools, config)
         .with_policy(policy)
         .with_approver(approver)

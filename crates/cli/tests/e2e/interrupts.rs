@@ -101,7 +101,12 @@ fn ctrl_c_in_the_repl_cancels_the_turn_and_reads_the_next_line() {
 #[test]
 fn ctrl_c_during_compact_in_the_repl_keeps_the_history() {
     let h = Harness::new();
-    h.server.push(Reply::text("Hello there."));
+    // Long enough that a summary could make the history smaller: a
+    // shorter one is not summarized at all.
+    h.server.push(Reply::text(format!(
+        "Hello there. {}",
+        "Lorem ipsum. ".repeat(400)
+    )));
     h.server.push(testkit::Fault::stall(
         Reply::text("a summary never finished"),
         40,

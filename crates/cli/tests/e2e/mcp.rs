@@ -433,7 +433,11 @@ fn agents_md_from_the_git_root_down_survives_compact_and_shows_in_context() {
         format!("USER RULE: be brief\n{}", "x".repeat(20_000)),
     )
     .unwrap();
-    h.server.push(Reply::text("first answer"));
+    // Long enough that a summary could make the history smaller.
+    h.server.push(Reply::text(format!(
+        "first answer {}",
+        "lorem ".repeat(2_000)
+    )));
     h.server.push(Reply::text("summary of the work"));
     h.server.push(Reply::text("second answer"));
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_whittle"));

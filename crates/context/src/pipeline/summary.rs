@@ -95,6 +95,12 @@ pub(super) fn start_compact_history(
         report.outcome = Outcome::NotApplied("the history is empty".into());
         return StepProgress::Done(report);
     }
+    if !summary_can_help(history, cx, request) {
+        report.outcome = Outcome::NotApplied(
+            "the conversation is too short for a summary to make it smaller".into(),
+        );
+        return StepProgress::Done(report);
+    }
     let in_place = before <= cx.limits.summarize_in_place_up_to;
     let end = history.len();
     PendingSummary::start(
@@ -106,6 +112,22 @@ pub(super) fn start_compact_history(
         in_place,
         cx,
     )
+}
+
+/// Characters a summary needs to say anything at all.
+const MIN_SUMMARY_CHARS: usize = 400;
+
+/// Whether a summary could make the history smaller: the `[Compacted]` message with an
+/// empty summary (header, request, transcript line, ledger) plus a few lines must be
+/// smaller than the history. When it cannot, nothing is asked and nothing archived: on a
+/// small local model the summary alone takes minutes, only to be refused.
+fn summary_can_help(history: &History, cx: &Ctx, request: &str) -> bool {
+    let place = cx.store.transcript_path();
+    let place_text = place.display().to_string();
+    let ledger = Ledger::of(history.messages(), Some(&place_text))
+        .render(cx.ledger_chars(history), Some(&place_text));
+    let floor = compacted_message(COMPACTED_HEADER, request, "", &place, &ledger).chars();
+    floor + MIN_SUMMARY_CHARS < history.chars()
 }
 
 /// After the provider rejected a request as too long: writes the transcript,

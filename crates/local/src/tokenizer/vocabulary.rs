@@ -209,6 +209,18 @@ impl Tokenizer {
         self.tokens.get(id as usize).map(String::as_str)
     }
 
+    /// The text an ordinary or added token stands for on its own (`None` for control,
+    /// unused and unknown tokens, and for a byte that is only part of a character): what
+    /// a grammar checks before letting the model write it.
+    pub fn piece(&self, id: u32) -> Option<&str> {
+        match self.kind(id)? {
+            TokenKind::Normal | TokenKind::UserDefined | TokenKind::Byte => {
+                std::str::from_utf8(self.token_bytes.get(id as usize)?).ok()
+            }
+            TokenKind::Control | TokenKind::Unknown | TokenKind::Unused => None,
+        }
+    }
+
     /// What kind of token `id` is.
     pub fn kind(&self, id: u32) -> Option<TokenKind> {
         self.kinds.get(id as usize).copied()
