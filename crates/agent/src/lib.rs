@@ -38,4 +38,4 @@ pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
 pub use instructions::{InstructionFile, ProjectInstructions, instructions_chars};
 pub use prompt::{EMBEDDED_TOOLS, embedded_system_prompt, session_system_prompt, system_prompt};
 pub use session::{SessionFileError, SessionInfo, SessionWriter, find_session, list_sessions};
-pub use summarizer::ProviderSummarizer;
+pub use summarizer::{PROGRESS_STEP_CHARS, ProviderSummarizer, SummaryProgress};

@@ -7,9 +7,23 @@ use whittle_context::prompts::{
 };
 use whittle_context::{SummarizeError, SummaryInput};
 use whittle_llm::{
-    LlmError, ModelRequest, Provider, Reasoning, ToolChoice, ToolSpec, Usage, complete,
+    LlmError, ModelRequest, Provider, Reasoning, StreamEvent, ToolChoice, ToolSpec, Usage, collect,
 };
 use whittle_protocol::{Message, Role};
+
+/// How often a summary in the writing reports its growth, in characters.
+pub const PROGRESS_STEP_CHARS: usize = 200;
+
+/// How far a summary call has come: sent when it starts and as it grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SummaryProgress {
+    /// Characters of conversation being summarized.
+    pub input_chars: usize,
+    /// Characters of summary written so far.
+    pub written_chars: usize,
+    /// The most tokens the summary may take.
+    pub max_tokens: u32,
+}
 
 /// Summaries for the compaction pipeline's requests
 /// ([`SummaryNeeded`](whittle_context::SummaryNeeded)), asked of a provider.
@@ -80,9 +94,45 @@ impl ProviderSummarizer {
         focus: Option<&str>,
         ledger: &str,
     ) -> Result<String, SummarizeError> {
+        self.summarize_with_progress(input, focus, ledger, &mut |_| {})
+            .await
+    }
+
+    /// [`summarize`](Self::summarize), telling `on_progress` when the call
+    /// starts and each time the summary grows by another
+    /// [`PROGRESS_STEP_CHARS`]: a small local model writes a summary for
+    /// tens of seconds, and a person watching should see it move.
+    pub async fn summarize_with_progress(
+        &mut self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+        ledger: &str,
+        on_progress: &mut (dyn FnMut(SummaryProgress) + Send),
+    ) -> Result<String, SummarizeError> {
+        let input_chars = input.chars();
         let request = self.request(input, focus, ledger);
+        let mut progress = SummaryProgress {
+            input_chars,
+            written_chars: 0,
+            max_tokens: request.max_tokens,
+        };
+        on_progress(progress);
+        let mut next_report = PROGRESS_STEP_CHARS;
+        let call = async {
+            let stream = self.provider.stream(request).await?;
+            collect(stream, |event| {
+                if let StreamEvent::TextDelta { text, .. } = event {
+                    progress.written_chars += text.chars().count();
+                    if progress.written_chars >= next_report {
+                        next_report = progress.written_chars + PROGRESS_STEP_CHARS;
+                        on_progress(progress);
+                    }
+                }
+            })
+            .await
+        };
         let result = tokio::select! {
-            result = complete(self.provider.as_ref(), request) => result,
+            result = call => result,
             () = self.cancel.cancelled() => return Err(SummarizeError::Cancelled),
         };
         match result {

@@ -27,7 +27,7 @@ impl Agent {
         let progress = self
             .compactor
             .start_compact(&mut self.history, &self.request, focus);
-        let report = answer_summaries(progress, &mut summarizer).await;
+        let report = answer_summaries(progress, &mut summarizer, sink).await;
         self.after_compaction(summarizer.take_usage(), std::slice::from_ref(&report), sink)
             .await?;
         Ok(report)
@@ -47,7 +47,7 @@ impl Agent {
         let progress = self
             .compactor
             .start_prepare(&mut self.history, &self.request);
-        let outcome = answer_summaries(progress, &mut summarizer).await;
+        let outcome = answer_summaries(progress, &mut summarizer, sink).await;
         self.after_compaction(summarizer.take_usage(), &outcome.reports, sink)
             .await?;
         Ok(outcome)
@@ -64,7 +64,7 @@ impl Agent {
         let progress = self
             .compactor
             .start_reactive_compact(&mut self.history, &self.request);
-        let report = answer_summaries(progress, &mut summarizer).await;
+        let report = answer_summaries(progress, &mut summarizer, sink).await;
         self.after_compaction(summarizer.take_usage(), std::slice::from_ref(&report), sink)
             .await?;
         Ok(report)
@@ -189,13 +189,19 @@ impl Agent {
 async fn answer_summaries<T>(
     mut progress: Progress<'_, T>,
     summarizer: &mut ProviderSummarizer,
+    sink: &mut dyn EventSink,
 ) -> T {
     loop {
         progress = match progress {
             Progress::Done(result) => return result,
             Progress::NeedsSummary(needed) => {
                 let answer = summarizer
-                    .summarize(needed.input(), needed.focus(), needed.ledger())
+                    .summarize_with_progress(
+                        needed.input(),
+                        needed.focus(),
+                        needed.ledger(),
+                        &mut |p| sink.on_event(AgentEvent::Summarizing(p)),
+                    )
                     .await;
                 needed.resume(answer)
             }

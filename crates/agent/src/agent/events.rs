@@ -1,5 +1,6 @@
 //! What the agent tells the person watching, as it happens.
 
+use crate::SummaryProgress;
 use serde_json::Value;
 use std::time::Duration;
 use whittle_context::StepReport;
@@ -36,6 +37,9 @@ pub enum AgentEvent {
         /// Whether it failed or was refused.
         is_error: bool,
     },
+    /// A summary is being written for a compaction: sent when the call
+    /// starts and as the summary grows, so a slow model shows progress.
+    Summarizing(SummaryProgress),
     /// A compaction step ran.
     Compaction(StepReport),
     /// The provider is retrying.

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use whittle_agent::{AgentEvent, EventSink};
+use whittle_agent::{AgentEvent, EventSink, SummaryProgress};
 use whittle_context::{Outcome, StepReport, Trigger};
-use whittle_protocol::{collapse_whitespace, tool_names};
+use whittle_protocol::{collapse_whitespace, group_digits, tool_names};
 use whittle_tools::render_todos;
 
 /// Characters of a tool's input or output shown on its line.
@@ -207,6 +207,17 @@ impl EventSink for Renderer {
                 };
                 self.line(&line);
             }
+            AgentEvent::Summarizing(progress) => {
+                let label = summarizing_label(&progress);
+                if self.spinner.enabled {
+                    // The label changes as the summary grows: redraw it.
+                    self.spinner.stop();
+                    self.spinner.start(&label);
+                } else if progress.written_chars == 0 {
+                    let line = self.err.dim(&label);
+                    self.line(&line);
+                }
+            }
             AgentEvent::Compaction(report) => {
                 if let Outcome::Failed(why) = &report.outcome {
                     self.said_failure = Some(format!("{} failed: {why}", report.step.as_str()));
@@ -384,6 +395,23 @@ pub fn report_json(r: &StepReport) -> Value {
     })
 }
 
+/// What a summary in the writing shows: how much it reads, how much of its
+/// bound it has written (at about four characters a token).
+fn summarizing_label(p: &SummaryProgress) -> String {
+    let read = group_digits(p.input_chars.div_ceil(4) as u64);
+    let most = group_digits(u64::from(p.max_tokens));
+    if p.written_chars == 0 {
+        format!(
+            "summarizing about {read} tokens of conversation (at most {most} tokens of summary)"
+        )
+    } else {
+        let written = group_digits(p.written_chars.div_ceil(4) as u64);
+        format!(
+            "summarizing about {read} tokens of conversation: {written} of at most {most} tokens written"
+        )
+    }
+}
+
 /// One agent event as a JSON object (`--output-format stream-json`); `None`
 /// for events this version does not describe, which the stream leaves out.
 pub fn event_json(e: &AgentEvent) -> Option<Value> {
@@ -402,6 +430,12 @@ pub fn event_json(e: &AgentEvent) -> Option<Value> {
         } => {
             json!({"type": "tool_done", "id": id, "name": name, "output": output, "is_error": is_error})
         }
+        AgentEvent::Summarizing(p) => json!({
+            "type": "summarizing",
+            "input_chars": p.input_chars,
+            "written_chars": p.written_chars,
+            "max_tokens": p.max_tokens,
+        }),
         AgentEvent::Compaction(r) => json!({"type": "compaction", "report": report_json(r)}),
         AgentEvent::Retry {
             attempt,

@@ -57,6 +57,57 @@ fn the_compact_tool_runs_after_the_rest_of_its_batch() {
 }
 
 #[test]
+fn a_summary_in_the_writing_reports_its_progress() {
+    let h = Harness::new();
+    h.server.push(
+        Reply::tool_use(
+            "w",
+            "write_file",
+            json!({"path": "notes.txt", "content": "a line of notes\n".repeat(200)}),
+        )
+        .with_tool_use("c", "compact", json!({})),
+    );
+    let summary = "Notes are written to notes.txt. ".repeat(20);
+    h.server.push(Reply::text(summary.clone()));
+    h.server.push(Reply::text("Done."));
+    let out = h.run(&[
+        "--preset",
+        "teaching",
+        "--permission-mode",
+        "accept-edits",
+        "--output-format",
+        "stream-json",
+        "-p",
+        "write notes, then compact",
+    ]);
+    assert_success(&out);
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = |kind: &str| events.iter().position(|e| e["type"] == kind);
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "summarizing")
+        .collect();
+    assert!(progress.len() >= 2, "a start and some growth: {events:?}");
+    assert_eq!(progress[0]["written_chars"], 0);
+    assert!(progress[0]["input_chars"].as_u64().unwrap() > 3_000);
+    assert!(progress[0]["max_tokens"].as_u64().unwrap() > 0);
+    let last = progress.last().unwrap()["written_chars"].as_u64().unwrap();
+    assert!(
+        last >= 200 && last <= summary.chars().count() as u64,
+        "{last}"
+    );
+    let compaction = events
+        .iter()
+        .position(|e| e["type"] == "compaction" && e["report"]["outcome"] == "applied")
+        .unwrap();
+    assert!(at("summarizing").unwrap() < compaction);
+    h.assert_clean();
+}
+
+#[test]
 fn the_repl_runs_slash_commands_from_stdin() {
     let h = Harness::new();
     h.server
