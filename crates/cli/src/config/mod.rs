@@ -194,43 +194,68 @@ pub fn resolve(
     args: &AgentArgs,
     env: Env<'_>,
 ) -> anyhow::Result<Settings> {
-    let mut s = Settings {
-        workspace,
-        model: None,
-        permission_mode: PermissionMode::Default,
-        allow: Vec::new(),
-        max_turns: DEFAULT_MAX_TURNS,
-        checkpoint_max_file_size: whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
-        max_tokens: None,
-        preset: None,
-        system_prompt_extra: None,
-        hooks: Vec::new(),
-        models: HashMap::new(),
-        auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
-        reserved_output_tokens: None,
-        reasoning: Reasoning::default(),
-        mcp_servers: BTreeMap::new(),
-        mcp_schema_share: DEFAULT_MCP_SCHEMA_SHARE,
-        user_instructions: user_config_path(env).map(|p| p.with_file_name("AGENTS.md")),
-        files: Vec::new(),
-        withheld: None,
-        sandbox: SandboxSettings::default(),
-        status_line: true,
-    };
+    let mut s = Settings::defaults(workspace, env);
     let home = env("HOME").filter(|h| h.starts_with('/'));
-    let expand = |root: &str| -> anyhow::Result<PathBuf> {
-        match root.strip_prefix("~/") {
-            Some(rest) => match &home {
-                Some(h) => Ok(Path::new(h).join(rest)),
-                None => bail!("sandbox root {root:?}: HOME is not set"),
-            },
-            None => Ok(PathBuf::from(root)),
-        }
-    };
     for (path, c) in layers {
-        let source = path.display().to_string();
+        s.apply_file(c, &path.display().to_string(), home.as_deref())?;
+        s.files.push(path);
+    }
+    if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
+        s.model = Some(choice(&m, "WHITTLE_MODEL")?);
+    }
+    s.apply_flags(args)?;
+    s.check()?;
+    Ok(s)
+}
+
+impl Settings {
+    /// What holds with no config file, no environment and no flag.
+    fn defaults(workspace: PathBuf, env: Env<'_>) -> Settings {
+        Settings {
+            workspace,
+            model: None,
+            permission_mode: PermissionMode::Default,
+            allow: Vec::new(),
+            max_turns: DEFAULT_MAX_TURNS,
+            checkpoint_max_file_size: whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE,
+            max_tokens: None,
+            preset: None,
+            system_prompt_extra: None,
+            hooks: Vec::new(),
+            models: HashMap::new(),
+            auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
+            reserved_output_tokens: None,
+            reasoning: Reasoning::default(),
+            mcp_servers: BTreeMap::new(),
+            mcp_schema_share: DEFAULT_MCP_SCHEMA_SHARE,
+            user_instructions: user_config_path(env).map(|p| p.with_file_name("AGENTS.md")),
+            files: Vec::new(),
+            withheld: None,
+            sandbox: SandboxSettings::default(),
+            status_line: true,
+        }
+    }
+
+    /// One config file's settings (from `source`) over what came before;
+    /// `home` expands `~/` in sandbox roots.
+    fn apply_file(
+        &mut self,
+        c: FileConfig,
+        source: &str,
+        home: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let s = self;
+        let expand = |root: &str| -> anyhow::Result<PathBuf> {
+            match root.strip_prefix("~/") {
+                Some(rest) => match home {
+                    Some(h) => Ok(Path::new(h).join(rest)),
+                    None => bail!("sandbox root {root:?}: HOME is not set"),
+                },
+                None => Ok(PathBuf::from(root)),
+            }
+        };
         if let Some(m) = c.model {
-            s.model = Some(choice(&m, &source)?);
+            s.model = Some(choice(&m, source)?);
         }
         if let Some(m) = c.permission_mode {
             s.permission_mode = m;
@@ -286,50 +311,57 @@ pub fn resolve(
         if let Some(f) = c.mcp_schema_share {
             s.mcp_schema_share = f;
         }
-        s.files.push(path);
+        Ok(())
     }
-    if let Some(m) = env("WHITTLE_MODEL").filter(|m| !m.trim().is_empty()) {
-        s.model = Some(choice(&m, "WHITTLE_MODEL")?);
+
+    /// The command line's flags, over everything else.
+    fn apply_flags(&mut self, args: &AgentArgs) -> anyhow::Result<()> {
+        let s = self;
+        if let Some(m) = &args.model {
+            s.model = Some(choice(m, "--model")?);
+        }
+        if let Some(m) = args.permission_mode {
+            s.permission_mode = m;
+        }
+        if let Some(m) = args.sandbox {
+            s.sandbox.mode = m;
+        }
+        for rule in &args.allow {
+            rule.parse::<whittle_tools::AllowRule>()
+                .map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
+        }
+        s.allow.extend(args.allow.iter().cloned());
+        if let Some(n) = args.max_turns {
+            s.max_turns = n;
+        }
+        if let Some(n) = args.max_tokens {
+            s.max_tokens = Some(n);
+        }
+        if let Some(p) = args.preset {
+            s.preset = Some(p);
+        }
+        if let Some(t) = args.thinking {
+            s.reasoning.thinking = t;
+        }
+        if let Some(e) = args.effort {
+            s.reasoning.effort = Some(e);
+        }
+        if args.no_status {
+            s.status_line = false;
+        }
+        Ok(())
     }
-    if let Some(m) = &args.model {
-        s.model = Some(choice(m, "--model")?);
+
+    /// Values no layer may set.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.max_turns == 0 {
+            bail!("max_turns must be at least 1");
+        }
+        if self.max_tokens == Some(0) {
+            bail!("max_tokens must be at least 1");
+        }
+        Ok(())
     }
-    if let Some(m) = args.permission_mode {
-        s.permission_mode = m;
-    }
-    if let Some(m) = args.sandbox {
-        s.sandbox.mode = m;
-    }
-    for rule in &args.allow {
-        rule.parse::<whittle_tools::AllowRule>()
-            .map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
-    }
-    s.allow.extend(args.allow.iter().cloned());
-    if let Some(n) = args.max_turns {
-        s.max_turns = n;
-    }
-    if let Some(n) = args.max_tokens {
-        s.max_tokens = Some(n);
-    }
-    if let Some(p) = args.preset {
-        s.preset = Some(p);
-    }
-    if let Some(t) = args.thinking {
-        s.reasoning.thinking = t;
-    }
-    if let Some(e) = args.effort {
-        s.reasoning.effort = Some(e);
-    }
-    if args.no_status {
-        s.status_line = false;
-    }
-    if s.max_turns == 0 {
-        bail!("max_turns must be at least 1");
-    }
-    if s.max_tokens == Some(0) {
-        bail!("max_tokens must be at least 1");
-    }
-    Ok(s)
 }
 
 fn choice(spec: &str, source: &str) -> anyhow::Result<ModelChoice> {
