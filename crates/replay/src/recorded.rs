@@ -93,3 +93,15 @@ pub struct RecordedCall {
     /// server), as its bills show.
     pub prefix_rebuilt: bool,
 }
+
+/// The model Claude Code names on answers it wrote itself (an API error,
+/// "No response requested."): no request was billed for them.
+pub(crate) const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+impl RecordedCall {
+    /// Whether the recording agent wrote this answer itself instead of
+    /// calling the model, so that there is no request to replay.
+    pub fn written_by_agent(&self) -> bool {
+        self.model.as_deref() == Some(SYNTHETIC_MODEL)
+    }
+}
