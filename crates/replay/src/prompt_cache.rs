@@ -66,6 +66,9 @@ pub(crate) struct PromptCache<'a> {
     /// bill showed the prefix read back up to a breakpoint before a change
     /// (see [`PromptCache::rebuild_prefix`]).
     kept_chars: Vec<usize>,
+    /// Where, in characters of the prefix, each change inside it began: a
+    /// cut past a change is another prefix than the one cached before it.
+    prefix_changes: Vec<usize>,
     /// Changes inside the messages: at the first message boundary past this
     /// many tokens, the content differs from what was cached (the salt).
     message_changes: Vec<(u64, u64)>,
@@ -86,6 +89,7 @@ impl<'a> PromptCache<'a> {
             prewarm_tokens: None,
             shared_chars: None,
             kept_chars: Vec::new(),
+            prefix_changes: Vec::new(),
             message_changes: Vec::new(),
         }
     }
@@ -112,6 +116,7 @@ impl<'a> PromptCache<'a> {
         let salt = hash(&(self.prefix_hash, kept_tokens, self.message_changes.len()));
         let kept_chars = (kept_tokens as f64 * self.config.chars_per_token).floor() as usize;
         if kept_chars < self.prefix_chars {
+            self.prefix_changes.push(kept_chars);
             self.prefix_hash = hash(&(self.prefix_hash, "rebuilt", salt));
             if kept_tokens > 0
                 && self.shared_chars != Some(kept_chars)
@@ -182,7 +187,13 @@ impl<'a> PromptCache<'a> {
         cuts.sort_unstable();
         cuts.dedup();
         for chars in &cuts {
-            prefix.push(hash(&(time.model, self.system_hash, *chars)));
+            let changes_before = self.prefix_changes.iter().filter(|c| **c < *chars).count();
+            prefix.push(hash(&(
+                time.model,
+                self.system_hash,
+                *chars,
+                changes_before,
+            )));
             tokens_at.push(self.config.tokens(*chars));
             shared.push((prefix.len() - 1, time.ttl));
         }
@@ -452,6 +463,14 @@ mod tests {
         // Without the change, the same call reads everything back.
         let plain = with_a_shared_system_prompt(&[0, 1, 2, 3, 4], &[]);
         assert!(plain[3].read > plain[2].total - 10, "{plain:?}");
+    }
+
+    #[test]
+    fn a_change_at_the_start_reads_nothing_back_not_even_the_shared_part() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3], &[(2, 0)]);
+        assert_eq!(priced[2].read, 0, "{priced:?}");
+        assert_eq!(priced[2].write, priced[2].total);
+        assert!(priced[3].read > priced[2].total - 10, "{priced:?}");
     }
 
     #[test]
