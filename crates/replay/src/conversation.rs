@@ -245,6 +245,7 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
     if let Some(warm) = recording
         .calls
         .values()
+        .filter(|c| c.usage.is_some())
         .min_by_key(|c| c.message)
         .and_then(|c| c.usage)
     {
@@ -287,14 +288,23 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
             continue;
         }
         let recorded = recording.calls.get(&i).copied();
+        if recorded.is_some_and(RecordedCall::written_by_agent) {
+            // No model call: the recording agent wrote this answer itself.
+            history.push(m.clone());
+            i += 1;
+            continue;
+        }
         let time = CallTime {
             at_ms: recorded.and_then(|c| c.at_ms),
             ttl: recorded.and_then(|c| c.cache_ttl).unwrap_or_default(),
             model: hash(&recorded.and_then(|c| c.model.as_deref())),
         };
         counting.time = time;
-        if recorded.is_some_and(|c| c.prefix_rebuilt) {
-            counting.cache.rebuild_prefix();
+        if let Some(kept) = recorded
+            .filter(|c| c.prefix_rebuilt)
+            .map(|c| c.usage.map_or(0, |u| u.cache_read_tokens))
+        {
+            counting.cache.rebuild_prefix(kept);
         }
         // The cache went cold over an idle gap: rewriting a shorter history costs less.
         let cold = match (

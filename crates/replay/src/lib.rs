@@ -40,6 +40,7 @@ mod conversation;
 mod import;
 mod paths;
 mod policy;
+mod prefix_change;
 mod prompt_cache;
 mod recorded;
 mod report;
@@ -54,9 +55,11 @@ pub use import::{
 };
 pub use paths::replay_paths;
 pub use policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
+pub use prefix_change::{PREFIX_CHANGE_SHORTFALL, changed_prompts};
 pub use recorded::{CacheTtl, RecordedCall, RecordedUsage, RequestBlock};
 pub use report::{
-    AppliedStep, ConversationRow, ErrorPct, RecordedTotals, ReplayReport, ReplaySummary,
+    AppliedStep, BilledCalls, ConversationRow, ErrorPct, RecordedTotals, ReplayReport,
+    ReplaySummary,
 };
 pub use stand_in::StandInSummarizer;
 pub use survival::{

@@ -62,6 +62,16 @@ pub(crate) struct PromptCache<'a> {
     /// Characters of the prefix that are a cached prefix of their own (the
     /// part of the system prompt other sessions share), when known.
     shared_chars: Option<usize>,
+    /// Other cut points inside the prefix, in characters, ascending: where a
+    /// bill showed the prefix read back up to a breakpoint before a change
+    /// (see [`PromptCache::rebuild_prefix`]).
+    kept_chars: Vec<usize>,
+    /// Where, in characters of the prefix, each change inside it began: a
+    /// cut past a change is another prefix than the one cached before it.
+    prefix_changes: Vec<usize>,
+    /// Changes inside the messages: at the first message boundary past this
+    /// many tokens, the content differs from what was cached (the salt).
+    message_changes: Vec<(u64, u64)>,
 }
 
 impl<'a> PromptCache<'a> {
@@ -78,6 +88,9 @@ impl<'a> PromptCache<'a> {
             epoch: None,
             prewarm_tokens: None,
             shared_chars: None,
+            kept_chars: Vec::new(),
+            prefix_changes: Vec::new(),
+            message_changes: Vec::new(),
         }
     }
 
@@ -93,11 +106,29 @@ impl<'a> PromptCache<'a> {
         }
     }
 
-    /// Says that the agent rebuilt the prefix before the next request (new
-    /// tool definitions or system text): nothing cached after the shared
-    /// part of the system prompt matches any more.
-    pub(crate) fn rebuild_prefix(&mut self) {
-        self.prefix_hash = hash(&(self.prefix_hash, "rebuilt"));
+    /// Says that the agent changed what it sends after its first
+    /// `kept_tokens` before the next request (new tool definitions, system
+    /// text, or an earlier message rewritten), as its bill showed by reading
+    /// only that much back: as the API documents, a change at one point of
+    /// the prefix invalidates every cached prefix past it, and what comes
+    /// before it is read back from the breakpoint there.
+    pub(crate) fn rebuild_prefix(&mut self, kept_tokens: u64) {
+        let salt = hash(&(self.prefix_hash, kept_tokens, self.message_changes.len()));
+        let kept_chars = (kept_tokens as f64 * self.config.chars_per_token).floor() as usize;
+        if kept_chars < self.prefix_chars {
+            self.prefix_changes.push(kept_chars);
+            self.prefix_hash = hash(&(self.prefix_hash, "rebuilt", salt));
+            if kept_tokens > 0
+                && self.shared_chars != Some(kept_chars)
+                && let Err(at) = self.kept_chars.binary_search(&kept_chars)
+            {
+                self.kept_chars.insert(at, kept_chars);
+            }
+        } else {
+            self.message_changes.push((kept_tokens, salt));
+        }
+        // The bill read that much back: it was cached.
+        self.prewarm_tokens = Some(kept_tokens);
     }
 
     /// Forgets the message hashes of the last request (after the history
@@ -145,11 +176,30 @@ impl<'a> PromptCache<'a> {
         let mut prefix = Vec::with_capacity(messages.len() + 2);
         let mut tokens_at = Vec::with_capacity(messages.len() + 2);
         let mut shared = Vec::new();
-        if let Some(chars) = self.shared_chars {
-            prefix.push(hash(&(time.model, self.system_hash, chars)));
-            tokens_at.push(self.config.tokens(chars));
-            shared.push((0, time.ttl));
+        // Cut points inside the prefix, ascending, each a breakpoint.
+        let mut cuts: Vec<usize> = self
+            .shared_chars
+            .iter()
+            .chain(&self.kept_chars)
+            .copied()
+            .collect();
+        cuts.retain(|c| *c < self.prefix_chars);
+        cuts.sort_unstable();
+        cuts.dedup();
+        for chars in &cuts {
+            let changes_before = self.prefix_changes.iter().filter(|c| **c < *chars).count();
+            prefix.push(hash(&(
+                time.model,
+                self.system_hash,
+                *chars,
+                changes_before,
+            )));
+            tokens_at.push(self.config.tokens(*chars));
+            shared.push((prefix.len() - 1, time.ttl));
         }
+        let shared_at = self
+            .shared_chars
+            .and_then(|s| cuts.iter().position(|c| *c == s));
         let start = prefix.len();
         let mut h = hash(&(time.model, self.prefix_hash));
         // Counted as the history's JSON array is (`[`, messages, commas), so
@@ -157,11 +207,16 @@ impl<'a> PromptCache<'a> {
         let mut chars = self.prefix_chars + 1;
         prefix.push(h);
         tokens_at.push(self.config.tokens(chars));
+        let mut changes = self.message_changes.iter().peekable();
         for (m, mh) in messages.iter().zip(hashes) {
             h = hash(&(h, *mh));
             chars += m.chars() + 1;
+            let tokens = self.config.tokens(chars);
+            while let Some((_, salt)) = changes.next_if(|(after, _)| tokens > *after) {
+                h = hash(&(h, *salt));
+            }
             prefix.push(h);
-            tokens_at.push(self.config.tokens(chars));
+            tokens_at.push(tokens);
         }
         let mut n = messages.len();
         if extra_chars > 0 {
@@ -178,12 +233,12 @@ impl<'a> PromptCache<'a> {
         breakpoints.extend([(start, time.ttl), (start + n, time.ttl)]);
         breakpoints.extend(anchor.filter(|a| *a < n).map(|a| (start + a, time.ttl)));
         let priced = self.settle(&prefix, &tokens_at, &breakpoints, time);
-        if start > 0 {
+        if let Some(at) = shared_at {
             // The shared part is the agent's, not this conversation's: its
             // other sessions keep it alive across this one's idle gaps (a
             // Claude Code bill reads its 21,448 tokens back after 17.5 idle
             // minutes with a 5-minute TTL).
-            if let Some(entry) = self.written.get_mut(&prefix[0]) {
+            if let Some(entry) = self.written.get_mut(&prefix[at]) {
                 entry.0 = u64::MAX;
             }
         }
@@ -351,10 +406,13 @@ mod tests {
     }
 
     /// Calls at `minutes`, the history growing by one exchange each, the
-    /// first request's first 1,500 tokens cached by the agent's other
-    /// sessions; `rebuilt_before` marks calls after which the agent rebuilt
-    /// its prefix.
-    fn with_a_shared_system_prompt(minutes: &[u64], rebuilt_before: &[usize]) -> Vec<Priced> {
+    /// first request's first 1,500 tokens (of 2,000 before the messages)
+    /// cached by the agent's other sessions; `rebuilt_before` marks calls
+    /// before which the agent changed what it sends past some tokens.
+    fn with_a_shared_system_prompt(
+        minutes: &[u64],
+        rebuilt_before: &[(usize, u64)],
+    ) -> Vec<Priced> {
         let config = ReplayConfig::default();
         let system = "s".repeat(8_000);
         let mut cache = PromptCache::new(&config, &system, system.len());
@@ -363,8 +421,8 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(k, m)| {
-                if rebuilt_before.contains(&k) {
-                    cache.rebuild_prefix();
+                for (_, kept) in rebuilt_before.iter().filter(|(at, _)| *at == k) {
+                    cache.rebuild_prefix(*kept);
                 }
                 let messages = history(k + 1);
                 let time = at(*m, CacheTtl::FiveMinutes);
@@ -375,13 +433,43 @@ mod tests {
 
     #[test]
     fn a_rebuilt_prefix_reads_only_the_shared_system_prompt_back() {
-        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3], &[2]);
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3], &[(2, 1_500)]);
         assert_eq!(priced[0].read, 1_500, "{priced:?}");
         assert!(priced[1].read > priced[0].total - 10, "{priced:?}");
         // New tools or system text: the rest of the prefix and every message is written again.
         assert_eq!(priced[2].read, 1_500, "{priced:?}");
         assert_eq!(priced[2].write, priced[2].total - 1_500);
         // And read back as usual after that.
+        assert!(priced[3].read > priced[2].total - 10, "{priced:?}");
+    }
+
+    #[test]
+    fn a_change_inside_the_prefix_reads_back_up_to_the_change() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3, 4], &[(2, 1_800)]);
+        assert_eq!(priced[2].read, 1_800, "{priced:?}");
+        assert_eq!(priced[2].write, priced[2].total - 1_800);
+        assert!(priced[3].read > priced[2].total - 10, "{priced:?}");
+        // The cut stays a breakpoint of its own: a second change there reads it back.
+        assert!(priced[4].read > priced[3].total - 10, "{priced:?}");
+    }
+
+    #[test]
+    fn a_change_inside_the_messages_reads_back_the_messages_before_it() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3, 4], &[(3, 5_000)]);
+        // Messages of about 1,000 tokens: the last boundary before the change.
+        assert!((4_000..=5_000).contains(&priced[3].read), "{priced:?}");
+        assert_eq!(priced[3].write, priced[3].total - priced[3].read);
+        assert!(priced[4].read > priced[3].total - 10, "{priced:?}");
+        // Without the change, the same call reads everything back.
+        let plain = with_a_shared_system_prompt(&[0, 1, 2, 3, 4], &[]);
+        assert!(plain[3].read > plain[2].total - 10, "{plain:?}");
+    }
+
+    #[test]
+    fn a_change_at_the_start_reads_nothing_back_not_even_the_shared_part() {
+        let priced = with_a_shared_system_prompt(&[0, 1, 2, 3], &[(2, 0)]);
+        assert_eq!(priced[2].read, 0, "{priced:?}");
+        assert_eq!(priced[2].write, priced[2].total);
         assert!(priced[3].read > priced[2].total - 10, "{priced:?}");
     }
 

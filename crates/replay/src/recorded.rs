@@ -86,10 +86,25 @@ pub struct RecordedCall {
     /// The request exactly as sent, when the agent logged it (Claude Code's
     /// `api-request` records): every block in order, with its breakpoints.
     pub request: Option<Vec<RequestBlock>>,
-    /// Whether the agent rebuilt its system prompt or tool definitions
-    /// since the previous call, so that nothing cached after the shared part
-    /// of its system prompt was read back: Claude Code after a background
-    /// task's notice or a slash command's output (`/mcp` reconnecting a
-    /// server), as its bills show.
+    /// Whether the bill shows that the agent changed what it sends since
+    /// the previous call of the same model (its tools, its system text, an
+    /// earlier message): the call read back less than that call cached,
+    /// within the TTL, with no compaction between (see
+    /// [`changed_prompts`](crate::changed_prompts)). Everything past the
+    /// billed `cache_read_tokens` was written again; replay does the same.
+    /// Claude Code does this after some background tasks' notices and after
+    /// `/mcp` reconnects a server.
     pub prefix_rebuilt: bool,
+}
+
+/// The model Claude Code names on answers it wrote itself (an API error,
+/// "No response requested."): no request was billed for them.
+pub(crate) const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+impl RecordedCall {
+    /// Whether the recording agent wrote this answer itself instead of
+    /// calling the model, so that there is no request to replay.
+    pub fn written_by_agent(&self) -> bool {
+        self.model.as_deref() == Some(SYNTHETIC_MODEL)
+    }
 }

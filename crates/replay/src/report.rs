@@ -3,6 +3,7 @@
 
 use crate::calibration::Measured;
 use crate::import::Conversation;
+use crate::recorded::RecordedCall;
 use crate::survival::Survival;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -124,7 +125,8 @@ impl ReplayReport {
     }
 }
 
-/// What the recording says was billed, summed over its calls.
+/// What the recording says was billed, summed over its calls: every call
+/// billed, once per response, whether or not replay makes its request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RecordedTotals {
     /// Calls with recorded usage.
@@ -141,14 +143,35 @@ pub struct RecordedTotals {
     pub output_tokens: u64,
     /// The cost of all of it with the run's prices.
     pub cost_usd: f64,
+    /// Of all this, the calls on abandoned branches: billed, but not on the
+    /// path replay follows (see [`Conversation::abandoned`]).
+    pub abandoned: BilledCalls,
 }
 
-impl RecordedTotals {
-    /// The billed totals of `c`, priced with `prices`; `None` when no call
-    /// has recorded usage.
-    pub fn of(c: &Conversation, prices: &Prices) -> Option<RecordedTotals> {
-        let mut t = RecordedTotals::default();
-        for u in c.calls.iter().filter_map(|call| call.usage) {
+/// Some billed calls, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct BilledCalls {
+    /// How many.
+    pub calls: u64,
+    /// Input neither read from nor written to the cache.
+    pub uncached_tokens: u64,
+    /// Input read from the cache.
+    pub cache_read_tokens: u64,
+    /// Input written to the cache.
+    pub cache_write_tokens: u64,
+    /// Of the writes, those for an hour.
+    pub cache_write_1h_tokens: u64,
+    /// Output.
+    pub output_tokens: u64,
+    /// Their cost with the run's prices.
+    pub cost_usd: f64,
+}
+
+impl BilledCalls {
+    /// The usage of `calls` (those with usage), priced with `prices`.
+    pub fn of<'a>(calls: impl IntoIterator<Item = &'a RecordedCall>, prices: &Prices) -> Self {
+        let mut t = BilledCalls::default();
+        for u in calls.into_iter().filter_map(|call| call.usage) {
             t.calls += 1;
             t.uncached_tokens += u.input_tokens;
             t.cache_read_tokens += u.cache_read_tokens;
@@ -163,7 +186,52 @@ impl RecordedTotals {
             t.cache_write_1h_tokens,
             t.output_tokens,
         );
-        (t.calls > 0).then_some(t)
+        t
+    }
+
+    fn absorb(&mut self, other: &BilledCalls) {
+        self.calls += other.calls;
+        self.uncached_tokens += other.uncached_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cache_write_1h_tokens += other.cache_write_1h_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+impl RecordedTotals {
+    /// The billed totals of `c`, priced with `prices`; `None` when no call
+    /// has recorded usage.
+    pub fn of(c: &Conversation, prices: &Prices) -> Option<RecordedTotals> {
+        let replayed = BilledCalls::of(&c.calls, prices);
+        let abandoned = BilledCalls::of(&c.abandoned, prices);
+        let mut all = replayed;
+        all.absorb(&abandoned);
+        (all.calls > 0).then_some(RecordedTotals {
+            calls: all.calls,
+            uncached_tokens: all.uncached_tokens,
+            cache_read_tokens: all.cache_read_tokens,
+            cache_write_tokens: all.cache_write_tokens,
+            cache_write_1h_tokens: all.cache_write_1h_tokens,
+            output_tokens: all.output_tokens,
+            cost_usd: all.cost_usd,
+            abandoned,
+        })
+    }
+
+    /// The calls on the path replay follows: everything but the abandoned branches.
+    pub fn replayed(&self) -> BilledCalls {
+        let a = &self.abandoned;
+        BilledCalls {
+            calls: self.calls - a.calls,
+            uncached_tokens: self.uncached_tokens - a.uncached_tokens,
+            cache_read_tokens: self.cache_read_tokens - a.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens - a.cache_write_tokens,
+            cache_write_1h_tokens: self.cache_write_1h_tokens - a.cache_write_1h_tokens,
+            output_tokens: self.output_tokens - a.output_tokens,
+            cost_usd: self.cost_usd - a.cost_usd,
+        }
     }
 
     /// Adds `other` into `self` (for totals).
@@ -175,6 +243,7 @@ impl RecordedTotals {
         self.cache_write_1h_tokens += other.cache_write_1h_tokens;
         self.output_tokens += other.output_tokens;
         self.cost_usd += other.cost_usd;
+        self.abandoned.absorb(&other.abandoned);
     }
 }
 
@@ -195,8 +264,10 @@ pub struct ErrorPct {
 }
 
 impl ErrorPct {
-    /// `replay` (the `none` policy) against `recorded`.
+    /// `replay` (the `none` policy) against the calls of `recorded` on the
+    /// path it replayed: the abandoned branches are reported beside it.
     pub fn of(replay: &ReplayReport, recorded: &RecordedTotals) -> ErrorPct {
+        let recorded = recorded.replayed();
         let pct = |ours: f64, billed: f64| (billed > 0.0).then(|| 100.0 * (ours - billed) / billed);
         ErrorPct {
             calls: pct(replay.calls as f64, recorded.calls as f64),

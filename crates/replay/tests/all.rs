@@ -2,6 +2,7 @@
 //! links once: a module per file, as before.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bill;
 mod common;
 mod fixtures;
 mod import_corrupt;

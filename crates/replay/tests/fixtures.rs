@@ -43,6 +43,10 @@ const CLAUDE_CODE: &[(&str, &str, usize, usize, usize, Boundaries)] = &[
     ),
 ];
 
+/// A Claude Code session whose compact boundary names a logical parent that
+/// is not in the file, with a branch the person rewound before it.
+const LOST_PARENT: &str = "claude-code-bill/lost-parent.jsonl";
+
 const TRAJECTORY: &str = "mini-swe-agent/widgets__widgets-101.traj.json";
 const OPENAI: &str = "openai/chat.json";
 const WHITTLE: &str = "whittle/20260301-100000-fixture.jsonl";
@@ -67,7 +71,7 @@ fn the_tree_walk_finds_every_fixture_in_a_fixed_order() {
         .collect();
     let mut expected = vec![CLAUDE_CODE[0].0, CLAUDE_CODE[1].0];
     expected.extend(RECORDED.iter().map(|r| r.0));
-    expected.extend([TRAJECTORY, OPENAI, WHITTLE]);
+    expected.extend([LOST_PARENT, TRAJECTORY, OPENAI, WHITTLE]);
     assert_eq!(found, expected);
 }
 
@@ -302,7 +306,7 @@ fn every_fixture_imports_valid_and_round_trips_through_serde() {
         .into_iter()
         .flat_map(|f| f.result.unwrap_or_else(|e| panic!("{e}")))
         .collect();
-    assert_eq!(all.len(), 5 + RECORDED.len());
+    assert_eq!(all.len(), 6 + RECORDED.len());
     for c in &all {
         valid_and_round_trips_through_serde(c);
     }
@@ -676,4 +680,88 @@ fn the_call_after_an_idle_gap_longer_than_the_ttl_is_a_cache_write() {
         "{rewritten}"
     );
     assert!(cold.cost_usd > warm.cost_usd);
+}
+
+/// Issue 24: a compact boundary whose `logicalParentUuid` names a record
+/// that is not in the file. Both segments import, joined where the boundary
+/// continues the newest conversation event before it; every billed call is
+/// in `recorded` once per `message.id` (a response logged in two parts, and
+/// a rewound answer logged twice, count once), and the rewound branch is
+/// reported on its own, not replayed and not in the error against `none`.
+#[test]
+fn a_compact_boundary_whose_logical_parent_is_absent_imports_both_segments() {
+    let path = fixtures().join(LOST_PARENT);
+    let raw = std::fs::read_to_string(&path).unwrap();
+    let events: Vec<Value> = raw
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let boundary = events
+        .iter()
+        .find(|e| e["subtype"] == "compact_boundary")
+        .unwrap();
+    let parent = boundary["logicalParentUuid"].as_str().unwrap();
+    assert!(
+        events.iter().all(|e| e["uuid"] != parent),
+        "the parent is absent"
+    );
+    let mut billed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant" && e["message"]["usage"].is_object())
+        .map(|e| e["message"]["id"].as_str().unwrap())
+        .collect();
+    billed.sort_unstable();
+    billed.dedup();
+    assert_eq!(billed.len(), 9);
+
+    let c = only(&path);
+    let texts: Vec<String> = c.messages.iter().map(Message::text).collect();
+    let at = |text: &str| {
+        texts
+            .iter()
+            .position(|t| t.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} in {texts:#?}"))
+    };
+    assert_eq!(at("The parser tests fail"), 0);
+    let b = c.compaction_boundaries[0].index;
+    assert_eq!(boundaries_of(&c), [(b, "manual", 29_300)]);
+    assert_eq!(at("This session is being continued"), b);
+    // Before the boundary: the first segment, through the branch that went on.
+    assert!(at("All 12 parser tests pass") < b);
+    assert!(at("Added the line under Unreleased") < b);
+    assert!(at("Clippy has no warnings") > b);
+    // The rewound branch is not in the conversation.
+    assert!(!texts.iter().any(|t| t.contains("Now update the changelog")));
+    assert!(!texts.iter().any(|t| t.contains("Which version")));
+
+    // The billed calls of both segments, each once, with their bills.
+    assert!(c.calls.iter().all(|k| k.usage.is_some()));
+    let before = c.calls.iter().filter(|k| k.message < b).count();
+    let after = c.calls.iter().filter(|k| k.message > b).count();
+    assert_eq!((before, after), (6, 2));
+    // The first response, logged in two parts, is one call with its final output.
+    assert_eq!(c.calls[0].usage.unwrap().output_tokens, 95);
+    assert_eq!(c.abandoned.len(), 1);
+    let rewound = c.abandoned[0].usage.unwrap();
+    assert_eq!(
+        (rewound.cache_read_tokens, rewound.cache_write_tokens),
+        (29_082, 60)
+    );
+
+    let summary = replay_paths(
+        &[path],
+        &[Policy::None],
+        &ReplayConfig::default(),
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    );
+    let row = &summary.conversations[0];
+    let recorded = row.recorded.unwrap();
+    assert_eq!(recorded.calls, billed.len() as u64);
+    assert_eq!(recorded.abandoned.calls, 1);
+    assert!(recorded.abandoned.cost_usd > 0.0);
+    assert_eq!(recorded.replayed().calls, 8);
+    assert_eq!(row.reports[0].calls, 8);
+    assert_eq!(row.none_vs_recorded.unwrap().calls, Some(0.0));
+    assert_eq!(summary.recorded.unwrap().abandoned, recorded.abandoned);
 }

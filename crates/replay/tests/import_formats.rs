@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 use whittle_protocol::{Content, Message, Role, ToolResultContent, validate};
 use whittle_replay::{
-    Conversation, Format, INTERRUPTED, ImportError, MISSING_OPENING, RAW_ARGUMENTS_KEY,
-    import_path, import_tree,
+    CacheTtl, Conversation, Format, INTERRUPTED, ImportError, MISSING_OPENING, Policy,
+    RAW_ARGUMENTS_KEY, ReplayConfig, StandInSummarizer, import_path, import_tree, replay_paths,
 };
 
 fn write(dir: &TempDir, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
@@ -616,4 +616,64 @@ fn a_compact_boundary_whose_logical_parent_is_absent_joins_the_part_before_it() 
     assert!(texts.iter().any(|t| t == "after"), "{texts:?}");
     assert_eq!(c.compaction_boundaries.len(), 1);
     assert_eq!(c.calls.len(), 2, "both billed calls are counted");
+}
+
+/// The bill as Claude Code logs it, beyond the thread: an answer Claude
+/// Code wrote itself (`<synthetic>`) is no call; a response logged again
+/// later is billed once; a call that wrote nothing keeps the session's
+/// 1-hour cache; and replay makes no request for the synthetic answer.
+#[test]
+fn claude_code_bills_each_response_once_and_its_own_answers_not_at_all() {
+    let dir = TempDir::new().unwrap();
+    let billed = |uuid: &str, id: &str, text: &str, read: u64, written_1h: u64| {
+        let mut a = assistant(uuid, id, json!([{"type": "text", "text": text}]));
+        a["message"]["model"] = json!("claude-opus-4-6");
+        a["message"]["usage"] = json!({"input_tokens": 3, "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written_1h, "output_tokens": 10,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0,
+                               "ephemeral_1h_input_tokens": written_1h}});
+        a
+    };
+    let mut synthetic = assistant(
+        "a2",
+        "msg_s",
+        json!([{"type": "text", "text": "API Error: 529 overloaded"}]),
+    );
+    synthetic["message"]["model"] = json!("<synthetic>");
+    synthetic["message"]["usage"] = json!({"input_tokens": 0, "output_tokens": 0,
+        "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0});
+    let lines = jsonl(&[
+        user("u1", json!("first")),
+        billed("a1", "msg_1", "one", 0, 30_000),
+        user("u2", json!("second")),
+        synthetic,
+        user("u3", json!("second, again")),
+        // Read everything back, wrote nothing: the TTL is not in this usage.
+        billed("a3", "msg_2", "two", 30_000, 0),
+        user("u4", json!("third")),
+        // The same response logged again after another turn.
+        billed("a4", "msg_2", "two", 30_000, 0),
+    ]);
+    let c = one(&write(&dir, "bill.jsonl", lines));
+    let billed_calls: Vec<_> = c.calls.iter().filter(|k| k.usage.is_some()).collect();
+    assert_eq!(billed_calls.len(), 2, "{:?}", c.calls);
+    assert!(
+        c.calls
+            .iter()
+            .any(|k| k.written_by_agent() && k.usage.is_none())
+    );
+    assert_eq!(billed_calls[1].cache_ttl, Some(CacheTtl::OneHour));
+    assert!(c.abandoned.is_empty());
+
+    let summary = replay_paths(
+        &[dir.path().join("bill.jsonl")],
+        &[Policy::None],
+        &ReplayConfig::default(),
+        &mut || Box::new(StandInSummarizer::default()),
+        "stand-in",
+    );
+    let row = &summary.conversations[0];
+    assert_eq!(row.recorded.unwrap().calls, 2);
+    // The synthetic answer is history, not a request.
+    assert_eq!(row.reports[0].calls, 3);
 }

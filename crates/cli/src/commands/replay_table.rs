@@ -217,6 +217,14 @@ fn render_bill(
         abbreviate_count(recorded.cache_write_tokens),
         format!("${:.2}", recorded.cost_usd),
     ));
+    // Billed, but not on the path replayed: on its own line, not in the error.
+    let abandoned = recorded.abandoned;
+    out.push_str(&format!(
+        "  abandoned branches: {} calls, ${:.2} (billed, not replayed: the error is on the other {})\n",
+        group_digits(abandoned.calls),
+        abandoned.cost_usd,
+        group_digits(recorded.calls - abandoned.calls),
+    ));
     out.push_str(&format!(
         "{:width$}{:>12}{:>12}{:>12}{:>12}{:>12}\n",
         "none",
@@ -247,7 +255,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use whittle_llm::Prices;
-    use whittle_replay::ConversationRow;
+    use whittle_replay::{BilledCalls, ConversationRow};
 
     fn report(policy: &str, cost_usd: f64, peak_tokens: u64, over_window: u64) -> ReplayReport {
         ReplayReport {
@@ -362,14 +370,22 @@ mod tests {
             compactions: 1,
             ..Survival::default()
         };
+        // 34 of the billed calls were on a branch the person abandoned.
         let recorded = RecordedTotals {
-            calls: 1_234,
+            calls: 1_268,
             uncached_tokens: 1_000,
-            cache_read_tokens: 2_000_000,
-            cache_write_tokens: 50_000,
+            cache_read_tokens: 2_100_000,
+            cache_write_tokens: 60_000,
             cache_write_1h_tokens: 0,
             output_tokens: 10_000,
-            cost_usd: 2.5,
+            cost_usd: 3.0,
+            abandoned: BilledCalls {
+                calls: 34,
+                cache_read_tokens: 100_000,
+                cache_write_tokens: 10_000,
+                cost_usd: 0.5,
+                ..BilledCalls::default()
+            },
         };
         let summary = ReplaySummary {
             window_tokens: 32_000,
@@ -448,11 +464,16 @@ mod tests {
         );
         assert_eq!(
             row(2),
-            ["recorded", "1,234", "1000", "2.0M", "50k", "$2.50"]
+            ["recorded", "1,268", "1000", "2.1M", "60k", "$3.00"]
         );
-        assert_eq!(row(3), ["none", "1,234", "0", "2.0M", "45k", "$2.00"]);
+        // The abandoned branches on their own line; the error is on the rest.
         assert_eq!(
-            row(4),
+            lines[bill + 3].trim(),
+            "abandoned branches: 34 calls, $0.50 (billed, not replayed: the error is on the other 1,234)"
+        );
+        assert_eq!(row(4), ["none", "1,234", "0", "2.0M", "45k", "$2.00"]);
+        assert_eq!(
+            row(5),
             ["error", "+0.0%", "-100.0%", "+0.0%", "-10.0%", "-20.0%"]
         );
     }

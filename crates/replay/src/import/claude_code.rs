@@ -46,7 +46,7 @@ mod thread;
 use super::draft::{Draft, Mark};
 use super::jsonl::{Line, Lines};
 use super::{Conversation, Format, ImportError, finish};
-use crate::recorded::{CacheTtl, RecordedCall, RecordedUsage};
+use crate::recorded::{CacheTtl, RecordedCall, RecordedUsage, SYNTHETIC_MODEL};
 use requests::Requests;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -85,9 +85,12 @@ struct Reader {
     /// `message.id` and entry index of the newest assistant message, while
     /// only tool results have followed it.
     open: Option<(String, usize)>,
-    /// Whether Claude Code rebuilt its prompt since the last call; see
-    /// [`RecordedCall::prefix_rebuilt`].
-    rebuilt: bool,
+    /// The `message.id` of every response billed so far: a response logged
+    /// again later (apart from its first parts) is not billed twice.
+    billed: HashSet<String>,
+    /// The cache lifetime the last call that wrote to the cache asked for:
+    /// a call that wrote nothing does not say, and asked for the same.
+    ttl: Option<CacheTtl>,
 }
 
 /// Imports one Claude Code log; `id` names the main conversation.
@@ -122,8 +125,8 @@ pub(crate) fn import(
     let mut order: Vec<Agent> = Vec::new();
     let mut readers: HashMap<Agent, Reader> = HashMap::new();
     let mut seen_uuids: HashSet<&str> = HashSet::new();
-    for (((number, event), agent), kept) in events.iter().zip(agents).zip(on_thread) {
-        if !kept {
+    for (((number, event), agent), kept) in events.iter().zip(agents).zip(&on_thread) {
+        if !*kept {
             continue;
         }
         if let Some(uuid) = event.get("uuid").and_then(Value::as_str)
@@ -149,6 +152,7 @@ pub(crate) fn import(
         }
     }
 
+    let abandoned = abandoned_calls(&events, &on_thread, &requests);
     let single = order.len() == 1;
     let mut conversations = Vec::new();
     for agent in order {
@@ -170,8 +174,68 @@ pub(crate) fn import(
             None,
             reader.draft,
         )?);
+        if agent == Agent::Main
+            && let Some(c) = conversations.last_mut()
+        {
+            c.abandoned = abandoned.clone();
+        }
     }
     Ok(conversations)
+}
+
+/// The billed responses of the main agent that are not on the thread: one
+/// call per `message.id` (its parts share the usage; the last carries the
+/// final output count), in file order.
+fn abandoned_calls(
+    events: &[(usize, Map<String, Value>)],
+    on_thread: &[bool],
+    requests: &Requests,
+) -> Vec<RecordedCall> {
+    let message_id = |e: &Map<String, Value>| {
+        e.get("message")
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let response = |e: &Map<String, Value>| {
+        e.get("type").and_then(Value::as_str) == Some("assistant")
+            && e.get("isSidechain") != Some(&Value::Bool(true))
+    };
+    let replayed: HashSet<String> = events
+        .iter()
+        .zip(on_thread)
+        .filter(|((_, e), kept)| **kept && response(e))
+        .filter_map(|((_, e), _)| message_id(e))
+        .collect();
+    let mut order: Vec<String> = Vec::new();
+    let mut calls: HashMap<String, RecordedCall> = HashMap::new();
+    for ((_, e), kept) in events.iter().zip(on_thread) {
+        if *kept || !response(e) {
+            continue;
+        }
+        let Some(id) = message_id(e).filter(|id| !replayed.contains(id)) else {
+            continue;
+        };
+        let call = recorded_call(e, requests);
+        let Some(usage) = call.usage else {
+            continue;
+        };
+        match calls.get_mut(&id) {
+            Some(known) => {
+                if let Some(u) = &mut known.usage {
+                    u.output_tokens = u.output_tokens.max(usage.output_tokens);
+                }
+            }
+            None => {
+                order.push(id.clone());
+                calls.insert(id, call);
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|id| calls.remove(&id))
+        .collect()
 }
 
 /// The agent of every event: the session's own, a named subagent, or, for
@@ -235,8 +299,6 @@ fn read_event(
             let content = message_content(event)?;
             let only_results = matches!(&content, Content::Blocks(b)
                 if !b.is_empty() && b.iter().all(|b| matches!(b, Block::ToolResult(_))));
-            let opening = opening(&content);
-            reader.rebuilt |= PREFIX_REBUILT_AFTER.iter().any(|h| opening.starts_with(h));
             if written_by_claude_code(event, &content) {
                 reader.draft.push_injected(Role::User, content);
             } else {
@@ -268,11 +330,21 @@ fn read_event(
                 return Ok(());
             }
             let index = reader.draft.push(Role::Assistant, content);
+            let mut call = recorded_call(event, requests);
+            // Billed once per response, however often it was logged.
+            if let Some(id) = message_id
+                && !reader.billed.insert(id.to_string())
+            {
+                call.usage = None;
+            }
+            if call.usage.is_some() {
+                match call.cache_ttl {
+                    Some(ttl) => reader.ttl = Some(ttl),
+                    None => call.cache_ttl = reader.ttl,
+                }
+            }
             if let Some(entry) = reader.draft.entry_mut(index) {
-                entry.call = Some(RecordedCall {
-                    prefix_rebuilt: std::mem::take(&mut reader.rebuilt),
-                    ..recorded_call(event, requests)
-                });
+                entry.call = Some(call);
             }
             reader.open = message_id.map(|id| (id.to_string(), index));
         }
@@ -310,11 +382,6 @@ const HARNESS_OPENINGS: &[&str] = &[
     "[Request interrupted by user",
 ];
 
-/// The user turns after which Claude Code's next request no longer
-/// matched its cached prefix past the shared system prompt, in every case
-/// the shared traces hold (four): it rebuilt its tools or system text.
-const PREFIX_REBUILT_AFTER: &[&str] = &["<task-notification>", "<local-command-stdout>"];
-
 /// Whether a user event is Claude Code's own text rather than the person's.
 fn written_by_claude_code(event: &Map<String, Value>, content: &Content) -> bool {
     let flag = |key: &str| event.get(key) == Some(&Value::Bool(true));
@@ -343,22 +410,28 @@ fn opening(content: &Content) -> &str {
 /// What an assistant event says about the call that produced it.
 fn recorded_call(event: &Map<String, Value>, requests: &Requests) -> RecordedCall {
     let message = event.get("message");
-    let usage = recorded_usage(event);
+    let model = message
+        .and_then(|m| m.get("model"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    // Claude Code's own answers (an API error, "No response requested.")
+    // were never billed, whatever usage they carry.
+    let usage = recorded_usage(event).filter(|_| model.as_deref() != Some(SYNTHETIC_MODEL));
     let cache_ttl = event
         .get("promptCacheRequested")
         .and_then(Value::as_str)
         .and_then(CacheTtl::parse)
         .or_else(|| {
-            let written = message?
-                .get("usage")?
-                .get("cache_creation")?
-                .get("ephemeral_1h_input_tokens")?
-                .as_u64()?;
-            Some(if written > 0 {
-                CacheTtl::OneHour
+            // Only a call that wrote says which lifetime it asked for.
+            let creation = message?.get("usage")?.get("cache_creation")?;
+            let written = |key: &str| creation.get(key).and_then(Value::as_u64).unwrap_or(0);
+            if written("ephemeral_1h_input_tokens") > 0 {
+                Some(CacheTtl::OneHour)
+            } else if written("ephemeral_5m_input_tokens") > 0 {
+                Some(CacheTtl::FiveMinutes)
             } else {
-                CacheTtl::FiveMinutes
-            })
+                None
+            }
         });
     RecordedCall {
         message: 0,
@@ -368,10 +441,7 @@ fn recorded_call(event: &Map<String, Value>, requests: &Requests) -> RecordedCal
             .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
-        model: message
-            .and_then(|m| m.get("model"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model,
         usage,
         cache_ttl,
         request: event

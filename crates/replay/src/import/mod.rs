@@ -30,6 +30,7 @@ pub use error::ImportError;
 pub use openai::RAW_ARGUMENTS_KEY;
 pub use tree::{ImportedFile, import_tree, trace_files};
 
+use crate::prefix_change::{PREFIX_CHANGE_SHORTFALL, changed_prompts};
 use crate::recorded::RecordedCall;
 use draft::Draft;
 use serde_json::{Map, Value};
@@ -68,6 +69,12 @@ pub struct Conversation {
     /// format errors, its own compaction summary) or that an importer's
     /// repair made; survival probes do not take them for the person's words.
     pub injected: Vec<usize>,
+    /// Calls the recording billed that are not on the replayed path, once
+    /// per response: branches the person rewound or edited away, responses
+    /// logged off the thread that was last sent. Replay cannot make their
+    /// requests, so they are reported beside it (see
+    /// [`RecordedTotals`](crate::RecordedTotals)), not dropped.
+    pub abandoned: Vec<RecordedCall>,
 }
 
 /// A compaction the recording agent performed (e.g. Claude Code's `/compact`).
@@ -298,6 +305,7 @@ fn import_whittle_session(
         repairs: 0,
         calls: Vec::new(),
         injected: Vec::new(),
+        abandoned: Vec::new(),
     }])
 }
 
@@ -365,6 +373,12 @@ fn finish(
             source,
         });
     }
+    let mut calls = finished.calls;
+    let restarts: Vec<usize> = finished.boundaries.iter().map(|b| b.index).collect();
+    let changed = changed_prompts(&calls, &restarts, PREFIX_CHANGE_SHORTFALL);
+    for (call, changed) in calls.iter_mut().zip(changed) {
+        call.prefix_rebuilt = changed;
+    }
     Ok(Conversation {
         id,
         source: path.to_path_buf(),
@@ -373,8 +387,9 @@ fn finish(
         messages: finished.messages,
         compaction_boundaries: finished.boundaries,
         repairs: finished.repairs,
-        calls: finished.calls,
+        calls,
         injected: finished.injected,
+        abandoned: Vec::new(),
     })
 }
 
