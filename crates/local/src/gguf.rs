@@ -389,9 +389,9 @@ pub(crate) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Content, St
         return Err(format!("unsupported GGUF version {version}"));
     }
     c.wide = version >= 2;
-    // A tensor info takes at least 24 bytes, a key/value at least 12.
-    let n_tensors = c.count("tensor", 24)?;
-    let n_kv = c.count("metadata", 12)?;
+    // A tensor info takes at least 20 bytes (version 1), a key/value at least 9.
+    let n_tensors = c.count("tensor", 20)?;
+    let n_kv = c.count("metadata", 9)?;
     let mut metadata = HashMap::with_capacity(n_kv);
     for _ in 0..n_kv {
         let key = c.string()?;
