@@ -468,3 +468,153 @@ pub(crate) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Content, St
         tensor_data_offset,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(out: &mut Vec<u8>, text: &str, wide: bool) {
+        if wide {
+            out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        } else {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        }
+        out.extend_from_slice(text.as_bytes());
+    }
+
+    /// A file with one key/value of every type (and an array of arrays), alignment 64, and
+    /// one 2×32 F32 tensor: `wide` for version 3, else version 1 (u32 counts and lengths).
+    fn file(wide: bool) -> Vec<u8> {
+        let n = |out: &mut Vec<u8>, v: u64| {
+            if wide {
+                out.extend_from_slice(&v.to_le_bytes());
+            } else {
+                out.extend_from_slice(&(v as u32).to_le_bytes());
+            }
+        };
+        let mut f = b"GGUF".to_vec();
+        f.extend_from_slice(&(if wide { 3u32 } else { 1 }).to_le_bytes());
+        n(&mut f, 1);
+        n(&mut f, 15);
+        let scalars: [(&str, u32, &[u8]); 12] = [
+            ("u8", 0, &[200]),
+            ("i8", 1, &[0xFF]),
+            ("u16", 2, &[1, 1]),
+            ("i16", 3, &[0xFE, 0xFF]),
+            ("u32", 4, &[0, 0, 0, 1]),
+            ("i32", 5, &[0xFD, 0xFF, 0xFF, 0xFF]),
+            ("f32", 6, &[0, 0, 0xC0, 0x3F]),
+            ("bool", 7, &[1]),
+            ("u64", 10, &[1, 0, 0, 0, 0, 0, 0, 1]),
+            ("i64", 11, &[0xFC, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),
+            ("f64", 12, &[0, 0, 0, 0, 0, 0, 0xF8, 0x3F]),
+            ("general.alignment", 4, &[64, 0, 0, 0]),
+        ];
+        for (key, ty, bytes) in scalars {
+            s(&mut f, key, wide);
+            f.extend_from_slice(&ty.to_le_bytes());
+            f.extend_from_slice(bytes);
+        }
+        s(&mut f, "string", wide);
+        f.extend_from_slice(&8u32.to_le_bytes());
+        s(&mut f, "héllo", wide);
+        s(&mut f, "strings", wide);
+        f.extend_from_slice(&9u32.to_le_bytes());
+        f.extend_from_slice(&8u32.to_le_bytes());
+        n(&mut f, 2);
+        s(&mut f, "a", wide);
+        s(&mut f, "", wide);
+        s(&mut f, "nested", wide);
+        f.extend_from_slice(&9u32.to_le_bytes());
+        f.extend_from_slice(&9u32.to_le_bytes());
+        n(&mut f, 1);
+        f.extend_from_slice(&5u32.to_le_bytes());
+        n(&mut f, 2);
+        f.extend_from_slice(&7i32.to_le_bytes());
+        f.extend_from_slice(&(-7i32).to_le_bytes());
+        s(&mut f, "t", wide);
+        f.extend_from_slice(&2u32.to_le_bytes());
+        n(&mut f, 32);
+        n(&mut f, 2);
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+        while !f.len().is_multiple_of(64) {
+            f.push(0);
+        }
+        for i in 0..64 {
+            f.extend_from_slice(&(i as f32).to_le_bytes());
+        }
+        f
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Content, String> {
+        read_content(&mut std::io::Cursor::new(bytes))
+    }
+
+    #[test]
+    fn every_value_type_and_both_widths_are_read() {
+        for wide in [true, false] {
+            let bytes = file(wide);
+            let c = parse(&bytes).unwrap();
+            let v = |k: &str| c.metadata.get(k).cloned().unwrap();
+            assert_eq!(v("u8"), Value::U8(200));
+            assert_eq!(v("i8"), Value::I8(-1));
+            assert_eq!(v("u16"), Value::U16(257));
+            assert_eq!(v("i16"), Value::I16(-2));
+            assert_eq!(v("u32"), Value::U32(1 << 24));
+            assert_eq!(v("i32"), Value::I32(-3));
+            assert_eq!(v("f32"), Value::F32(1.5));
+            assert_eq!(v("bool"), Value::Bool(true));
+            assert_eq!(v("u64"), Value::U64((1 << 56) + 1));
+            assert_eq!(v("i64"), Value::I64(-4));
+            assert_eq!(v("f64"), Value::F64(1.5));
+            assert_eq!(v("string"), Value::String("héllo".into()));
+            assert_eq!(
+                v("strings"),
+                Value::Array(vec![
+                    Value::String("a".into()),
+                    Value::String(String::new())
+                ])
+            );
+            assert_eq!(
+                v("nested"),
+                Value::Array(vec![Value::Array(vec![Value::I32(7), Value::I32(-7)])])
+            );
+            assert_eq!(c.tensor_data_offset % 64, 0);
+            assert_eq!(c.tensor_data_offset as usize, bytes.len() - 256);
+            let t = &c.tensor_infos["t"];
+            assert_eq!(
+                (t.dims.as_slice(), t.ty, t.bytes),
+                (&[2, 32][..], TensorType::F32, 256)
+            );
+            let data = c
+                .tensor_bytes(&mut std::io::Cursor::new(&bytes), t)
+                .unwrap();
+            assert_eq!(&data[4..8], &1f32.to_le_bytes());
+            let md = Metadata(&c.metadata);
+            assert!(
+                md.opt_ints("nested").is_err(),
+                "an array of arrays is no int list"
+            );
+            assert_eq!(md.usize("u16").unwrap(), 257);
+            assert!(md.usize("i8").is_err());
+        }
+    }
+
+    #[test]
+    fn truncated_or_inflated_files_are_one_line_errors() {
+        let bytes = file(true);
+        for end in 0..bytes.len() {
+            let e = parse(&bytes[..end]).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // The first array count (of "strings") made huge: refused before allocating.
+        let at = bytes.windows(7).position(|w| w == b"strings").unwrap() + 7 + 8;
+        let mut huge = bytes.clone();
+        huge[at..at + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(parse(&huge).unwrap_err().contains("exceeds the file"));
+        let mut bad_version = bytes.clone();
+        bad_version[4] = 9;
+        assert!(parse(&bad_version).unwrap_err().contains("version 9"));
+    }
+}
