@@ -24,7 +24,7 @@ pub enum LocalError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The file is not a GGUF candle can read, or a tensor in it is malformed.
+    /// The file is not a GGUF this crate can read, or a tensor in it is malformed.
     #[error("invalid GGUF model {path}: {message}")]
     InvalidModel {
         /// The file.
@@ -55,10 +55,4 @@ pub enum LocalError {
     /// Fetching the default model failed; the message says how to use a hosted provider instead.
     #[error("{0}")]
     Download(String),
-}
-
-impl From<candle_core::Error> for LocalError {
-    fn from(e: candle_core::Error) -> Self {
-        LocalError::Inference(whittle_protocol::first_line(&e.to_string()).to_string())
-    }
 }

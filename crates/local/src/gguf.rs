@@ -1,9 +1,152 @@
-//! Typed access to GGUF metadata, so a missing or mistyped key is an error naming the key.
+//! The GGUF file format: its header read into [`Content`] (metadata, tensor infos, where
+//! the tensor data starts), and typed access to the metadata, so a missing or mistyped key
+//! is an error naming the key.
+//!
+//! Read per the GGUF spec (versions 1 to 3, little-endian): magic, version, tensor and
+//! metadata counts, the metadata key/values, the tensor infos, then the data at the next
+//! multiple of `general.alignment` (32 unless set). Every count and length comes from the
+//! file, so none is trusted: nothing is allocated beyond what the rest of the file could
+//! hold, and a malformed file is a one-line error, never a panic.
 
 use crate::error::LocalError;
-use candle_core::quantized::gguf_file::{Content, Value};
 use std::collections::HashMap;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
+
+/// One metadata value, of any of the GGUF value types.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Value {
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+    String(String),
+    Array(Vec<Value>),
+}
+
+/// The GGML tensor types this crate reads (the file may name others; those fail on use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TensorType {
+    F32,
+    F16,
+    BF16,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q8_0,
+    Q8_1,
+    Q2K,
+    Q3K,
+    Q4K,
+    Q5K,
+    Q6K,
+    Q8K,
+}
+
+impl TensorType {
+    fn from_id(id: u32) -> Option<Self> {
+        Some(match id {
+            0 => TensorType::F32,
+            1 => TensorType::F16,
+            2 => TensorType::Q4_0,
+            3 => TensorType::Q4_1,
+            6 => TensorType::Q5_0,
+            7 => TensorType::Q5_1,
+            8 => TensorType::Q8_0,
+            9 => TensorType::Q8_1,
+            10 => TensorType::Q2K,
+            11 => TensorType::Q3K,
+            12 => TensorType::Q4K,
+            13 => TensorType::Q5K,
+            14 => TensorType::Q6K,
+            15 => TensorType::Q8K,
+            30 => TensorType::BF16,
+            _ => return None,
+        })
+    }
+
+    /// Values per block.
+    pub(crate) fn block_values(self) -> usize {
+        match self {
+            TensorType::F32 | TensorType::F16 | TensorType::BF16 => 1,
+            TensorType::Q4_0
+            | TensorType::Q4_1
+            | TensorType::Q5_0
+            | TensorType::Q5_1
+            | TensorType::Q8_0
+            | TensorType::Q8_1 => 32,
+            _ => 256,
+        }
+    }
+
+    /// Bytes per block (the GGML block layouts).
+    pub(crate) fn block_bytes(self) -> usize {
+        match self {
+            TensorType::F32 => 4,
+            TensorType::F16 | TensorType::BF16 => 2,
+            TensorType::Q4_0 => 18,
+            TensorType::Q4_1 => 20,
+            TensorType::Q5_0 => 22,
+            TensorType::Q5_1 => 24,
+            TensorType::Q8_0 => 34,
+            TensorType::Q8_1 => 36,
+            TensorType::Q2K => 84,
+            TensorType::Q3K => 110,
+            TensorType::Q4K => 144,
+            TensorType::Q5K => 176,
+            TensorType::Q6K => 210,
+            TensorType::Q8K => 292,
+        }
+    }
+}
+
+/// Where one tensor is and what it holds.
+#[derive(Clone, Debug)]
+pub(crate) struct TensorInfo {
+    /// Dimensions outermost first (row-major: `[rows, cols]`), the reverse of the file's order.
+    pub(crate) dims: Vec<usize>,
+    pub(crate) ty: TensorType,
+    /// Offset of its data from [`Content::tensor_data_offset`].
+    pub(crate) offset: u64,
+    /// Bytes of its data (whole blocks; checked against the file's length).
+    pub(crate) bytes: usize,
+}
+
+/// A GGUF file's header: everything but the tensor data.
+#[derive(Debug)]
+pub(crate) struct Content {
+    pub(crate) metadata: HashMap<String, Value>,
+    pub(crate) tensor_infos: HashMap<String, TensorInfo>,
+    /// Absolute offset of the tensor data.
+    pub(crate) tensor_data_offset: u64,
+}
+
+impl Content {
+    /// The bytes of tensor `info`, read from `reader` (the file [`read_content`] parsed).
+    pub(crate) fn tensor_bytes<R: Read + Seek>(
+        &self,
+        reader: &mut R,
+        info: &TensorInfo,
+    ) -> Result<Vec<u8>, String> {
+        let start = self
+            .tensor_data_offset
+            .checked_add(info.offset)
+            .ok_or("tensor offset overflows")?;
+        let mut data = vec![0u8; info.bytes];
+        reader
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| reader.read_exact(&mut data))
+            .map_err(|e| e.to_string())?;
+        Ok(data)
+    }
+}
 
 /// The metadata table of a GGUF file.
 pub(crate) struct Metadata<'a>(pub(crate) &'a HashMap<String, Value>);
@@ -130,130 +273,348 @@ impl Metadata<'_> {
     }
 }
 
-/// Reads a GGUF file's header with the checks candle leaves out: candle
-/// divides by `general.alignment` (0 panics) and multiplies tensor dimensions
-/// unchecked, so both are looked at before and after its own parse.
-pub(crate) fn read_content<R: Read + Seek>(reader: &mut BufReader<R>) -> Result<Content, String> {
-    let start = reader.stream_position().map_err(|e| e.to_string())?;
-    let alignment = declared_alignment(reader);
-    reader
-        .seek(SeekFrom::Start(start))
-        .map_err(|e| e.to_string())?;
-    if alignment == Some(0) {
+/// Deepest nesting of arrays accepted (the spec allows arrays of arrays; files use one level).
+const MAX_DEPTH: usize = 4;
+
+/// A reader that knows how many bytes are left, so no length read from the file can
+/// make it allocate more than the file holds.
+struct Cursor<'a, R> {
+    r: &'a mut R,
+    left: u64,
+    /// Version 1 writes counts and lengths as u32, later versions as u64.
+    wide: bool,
+}
+
+impl<R: Read> Cursor<'_, R> {
+    fn bytes<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let mut b = [0u8; N];
+        self.r
+            .read_exact(&mut b)
+            .map_err(|_| "the file ends inside its header".to_string())?;
+        self.left = self.left.saturating_sub(N as u64);
+        Ok(b)
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        self.bytes::<4>().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        self.bytes::<8>().map(u64::from_le_bytes)
+    }
+
+    /// A count or length: u32 in version 1, u64 after.
+    fn length(&mut self) -> Result<u64, String> {
+        if self.wide {
+            self.u64()
+        } else {
+            self.u32().map(u64::from)
+        }
+    }
+
+    /// A count of items of at least `min_size` bytes each, checked against what is left.
+    fn count(&mut self, what: &str, min_size: u64) -> Result<usize, String> {
+        let n = self.length()?;
+        if n.checked_mul(min_size).is_none_or(|b| b > self.left) {
+            return Err(format!("{what} count {n} exceeds the file"));
+        }
+        usize::try_from(n).map_err(|_| format!("{what} count {n} exceeds the file"))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let n = self.count("string length", 1)?;
+        let mut b = vec![0u8; n];
+        self.r
+            .read_exact(&mut b)
+            .map_err(|_| "the file ends inside its header".to_string())?;
+        self.left = self.left.saturating_sub(n as u64);
+        String::from_utf8(b).map_err(|_| "a string is not UTF-8".to_string())
+    }
+
+    fn value(&mut self, ty: u32, depth: usize) -> Result<Value, String> {
+        Ok(match ty {
+            0 => Value::U8(self.bytes::<1>()?[0]),
+            1 => Value::I8(i8::from_le_bytes(self.bytes::<1>()?)),
+            2 => Value::U16(u16::from_le_bytes(self.bytes::<2>()?)),
+            3 => Value::I16(i16::from_le_bytes(self.bytes::<2>()?)),
+            4 => Value::U32(self.u32()?),
+            5 => Value::I32(i32::from_le_bytes(self.bytes::<4>()?)),
+            6 => Value::F32(f32::from_le_bytes(self.bytes::<4>()?)),
+            7 => match self.bytes::<1>()?[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(format!("boolean value {b}")),
+            },
+            8 => Value::String(self.string()?),
+            9 if depth < MAX_DEPTH => {
+                let item = self.u32()?;
+                let min_size = match item {
+                    0 | 1 | 7 => 1,
+                    2 | 3 => 2,
+                    4..=6 => 4,
+                    8..=12 => 4,
+                    _ => return Err(format!("unknown metadata value type {item}")),
+                };
+                let n = self.count("array", min_size)?;
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(self.value(item, depth + 1)?);
+                }
+                Value::Array(items)
+            }
+            9 => return Err("arrays nest too deeply".into()),
+            10 => Value::U64(self.u64()?),
+            11 => Value::I64(i64::from_le_bytes(self.bytes::<8>()?)),
+            12 => Value::F64(f64::from_le_bytes(self.bytes::<8>()?)),
+            other => return Err(format!("unknown metadata value type {other}")),
+        })
+    }
+}
+
+/// Reads a GGUF file's header from the start of `reader`. Errors are one line, saying what
+/// is wrong.
+pub(crate) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
+    let len = reader.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    reader.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut c = Cursor {
+        r: reader,
+        left: len,
+        wide: true,
+    };
+    if &c.bytes::<4>()? != b"GGUF" {
+        return Err("not a GGUF file (bad magic)".into());
+    }
+    let version = c.u32()?;
+    if !(1..=3).contains(&version) {
+        return Err(format!("unsupported GGUF version {version}"));
+    }
+    c.wide = version >= 2;
+    // A tensor info takes at least 20 bytes (version 1), a key/value at least 9.
+    let n_tensors = c.count("tensor", 20)?;
+    let n_kv = c.count("metadata", 9)?;
+    let mut metadata = HashMap::with_capacity(n_kv);
+    for _ in 0..n_kv {
+        let key = c.string()?;
+        let ty = c.u32()?;
+        let value = c.value(ty, 0).map_err(|e| format!("metadata {key}: {e}"))?;
+        metadata.insert(key, value);
+    }
+    let mut infos = Vec::with_capacity(n_tensors);
+    for _ in 0..n_tensors {
+        let name = c.string()?;
+        let n_dims = c.u32()?;
+        if n_dims > 4 {
+            return Err(format!("tensor {name} has {n_dims} dimensions"));
+        }
+        let mut dims = Vec::with_capacity(n_dims as usize);
+        for _ in 0..n_dims {
+            dims.push(c.length()?);
+        }
+        let ty_id = c.u32()?;
+        let offset = c.u64()?;
+        dims.reverse();
+        infos.push((name, dims, ty_id, offset));
+    }
+    let alignment = match metadata.get("general.alignment") {
+        None => 32,
+        Some(v) => as_u64(v).ok_or("general.alignment is not an integer")?,
+    };
+    if alignment == 0 {
         return Err("general.alignment is 0".into());
     }
-    let content = Content::read(reader).map_err(|e| e.to_string())?;
-    for (name, info) in &content.tensor_infos {
-        let elements = info
-            .shape
-            .dims()
+    let position = len - c.left;
+    let tensor_data_offset = position
+        .div_ceil(alignment)
+        .checked_mul(alignment)
+        .ok_or("general.alignment is too large")?;
+    let mut tensor_infos = HashMap::with_capacity(infos.len());
+    for (name, dims, ty_id, offset) in infos {
+        let impossible = || format!("tensor {name} has impossible dimensions {dims:?}");
+        let dims_usize = dims
             .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d));
+            .map(|&d| usize::try_from(d).ok())
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(impossible)?;
+        let elements = dims_usize.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         // As f32 the tensor takes 4 bytes an element; that must be addressable.
-        if elements.and_then(|n| n.checked_mul(4)).is_none() {
-            return Err(format!(
-                "tensor {name} has impossible dimensions {:?}",
-                info.shape.dims()
-            ));
-        }
-    }
-    Ok(content)
-}
-
-/// The integer value of `general.alignment`, found by walking the metadata
-/// without keeping it; `None` when absent or when the walk meets anything
-/// unexpected (candle's own parse then reports the file).
-fn declared_alignment<R: Read + Seek>(r: &mut BufReader<R>) -> Option<u64> {
-    let mut magic = [0u8; 4];
-    r.read_exact(&mut magic).ok()?;
-    if &magic != b"GGUF" {
-        return None;
-    }
-    let version = read_u32(r)?;
-    let wide = version >= 2;
-    let length = |r: &mut BufReader<R>| {
-        if wide {
-            read_u64(r)
-        } else {
-            read_u32(r).map(u64::from)
-        }
-    };
-    let _tensors = length(r)?;
-    let entries = length(r)?;
-    for _ in 0..entries {
-        let key_len = length(r)?;
-        let is_alignment = if key_len == 17 {
-            let mut key = [0u8; 17];
-            r.read_exact(&mut key).ok()?;
-            &key == b"general.alignment"
-        } else {
-            skip(r, key_len)?;
-            false
+        let Some(elements) = elements.filter(|n| n.checked_mul(4).is_some()) else {
+            return Err(impossible());
         };
-        let ty = read_u32(r)?;
-        if is_alignment {
-            return match ty {
-                0 | 1 => read_bytes::<1, _>(r).map(|b| u64::from(b[0])),
-                2 | 3 => read_bytes::<2, _>(r).map(|b| u64::from(u16::from_le_bytes(b))),
-                4 | 5 => read_u32(r).map(u64::from),
-                10 | 11 => read_u64(r),
-                _ => None,
-            };
+        let ty = TensorType::from_id(ty_id)
+            .ok_or_else(|| format!("tensor {name} has unknown type {ty_id}"))?;
+        if !elements.is_multiple_of(ty.block_values()) {
+            return Err(format!("tensor {name} is not whole {ty:?} blocks"));
         }
-        skip_value(r, ty, &length, 0)?;
+        let bytes = elements / ty.block_values() * ty.block_bytes();
+        let end = tensor_data_offset
+            .checked_add(offset)
+            .and_then(|s| s.checked_add(bytes as u64));
+        if end.is_none_or(|e| e > len) {
+            return Err(format!("tensor {name} lies beyond the end of the file"));
+        }
+        tensor_infos.insert(
+            name,
+            TensorInfo {
+                dims: dims_usize,
+                ty,
+                offset,
+                bytes,
+            },
+        );
     }
-    None
+    Ok(Content {
+        metadata,
+        tensor_infos,
+        tensor_data_offset,
+    })
 }
 
-fn skip_value<R: Read + Seek>(
-    r: &mut BufReader<R>,
-    ty: u32,
-    length: &dyn Fn(&mut BufReader<R>) -> Option<u64>,
-    depth: usize,
-) -> Option<()> {
-    match ty {
-        0 | 1 | 7 => skip(r, 1),
-        2 | 3 => skip(r, 2),
-        4..=6 => skip(r, 4),
-        10..=12 => skip(r, 8),
-        8 => {
-            let n = length(r)?;
-            skip(r, n)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(out: &mut Vec<u8>, text: &str, wide: bool) {
+        if wide {
+            out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        } else {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
         }
-        9 if depth < 4 => {
-            let item = read_u32(r)?;
-            let count = length(r)?;
-            let fixed = match item {
-                0 | 1 | 7 => Some(1),
-                2 | 3 => Some(2),
-                4..=6 => Some(4),
-                10..=12 => Some(8),
-                _ => None,
-            };
-            match fixed {
-                Some(size) => skip(r, count.checked_mul(size)?),
-                None => (0..count).try_for_each(|_| skip_value(r, item, length, depth + 1)),
+        out.extend_from_slice(text.as_bytes());
+    }
+
+    /// A file with one key/value of every type (and an array of arrays), alignment 64, and
+    /// one 2×32 F32 tensor: `wide` for version 3, else version 1 (u32 counts and lengths).
+    fn file(wide: bool) -> Vec<u8> {
+        let n = |out: &mut Vec<u8>, v: u64| {
+            if wide {
+                out.extend_from_slice(&v.to_le_bytes());
+            } else {
+                out.extend_from_slice(&(v as u32).to_le_bytes());
             }
+        };
+        let mut f = b"GGUF".to_vec();
+        f.extend_from_slice(&(if wide { 3u32 } else { 1 }).to_le_bytes());
+        n(&mut f, 1);
+        n(&mut f, 15);
+        let scalars: [(&str, u32, &[u8]); 12] = [
+            ("u8", 0, &[200]),
+            ("i8", 1, &[0xFF]),
+            ("u16", 2, &[1, 1]),
+            ("i16", 3, &[0xFE, 0xFF]),
+            ("u32", 4, &[0, 0, 0, 1]),
+            ("i32", 5, &[0xFD, 0xFF, 0xFF, 0xFF]),
+            ("f32", 6, &[0, 0, 0xC0, 0x3F]),
+            ("bool", 7, &[1]),
+            ("u64", 10, &[1, 0, 0, 0, 0, 0, 0, 1]),
+            ("i64", 11, &[0xFC, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),
+            ("f64", 12, &[0, 0, 0, 0, 0, 0, 0xF8, 0x3F]),
+            ("general.alignment", 4, &[64, 0, 0, 0]),
+        ];
+        for (key, ty, bytes) in scalars {
+            s(&mut f, key, wide);
+            f.extend_from_slice(&ty.to_le_bytes());
+            f.extend_from_slice(bytes);
         }
-        _ => None,
+        s(&mut f, "string", wide);
+        f.extend_from_slice(&8u32.to_le_bytes());
+        s(&mut f, "héllo", wide);
+        s(&mut f, "strings", wide);
+        f.extend_from_slice(&9u32.to_le_bytes());
+        f.extend_from_slice(&8u32.to_le_bytes());
+        n(&mut f, 2);
+        s(&mut f, "a", wide);
+        s(&mut f, "", wide);
+        s(&mut f, "nested", wide);
+        f.extend_from_slice(&9u32.to_le_bytes());
+        f.extend_from_slice(&9u32.to_le_bytes());
+        n(&mut f, 1);
+        f.extend_from_slice(&5u32.to_le_bytes());
+        n(&mut f, 2);
+        f.extend_from_slice(&7i32.to_le_bytes());
+        f.extend_from_slice(&(-7i32).to_le_bytes());
+        s(&mut f, "t", wide);
+        f.extend_from_slice(&2u32.to_le_bytes());
+        n(&mut f, 32);
+        n(&mut f, 2);
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+        while !f.len().is_multiple_of(64) {
+            f.push(0);
+        }
+        for i in 0..64 {
+            f.extend_from_slice(&(i as f32).to_le_bytes());
+        }
+        f
     }
-}
 
-/// Within the buffer when it can: the token list is ~100k short strings.
-fn skip<R: Read + Seek>(r: &mut BufReader<R>, bytes: u64) -> Option<()> {
-    r.seek_relative(i64::try_from(bytes).ok()?).ok()
-}
+    fn parse(bytes: &[u8]) -> Result<Content, String> {
+        read_content(&mut std::io::Cursor::new(bytes))
+    }
 
-fn read_bytes<const N: usize, R: Read>(r: &mut R) -> Option<[u8; N]> {
-    let mut b = [0u8; N];
-    r.read_exact(&mut b).ok()?;
-    Some(b)
-}
+    #[test]
+    fn every_value_type_and_both_widths_are_read() {
+        for wide in [true, false] {
+            let bytes = file(wide);
+            let c = parse(&bytes).unwrap();
+            let v = |k: &str| c.metadata.get(k).cloned().unwrap();
+            assert_eq!(v("u8"), Value::U8(200));
+            assert_eq!(v("i8"), Value::I8(-1));
+            assert_eq!(v("u16"), Value::U16(257));
+            assert_eq!(v("i16"), Value::I16(-2));
+            assert_eq!(v("u32"), Value::U32(1 << 24));
+            assert_eq!(v("i32"), Value::I32(-3));
+            assert_eq!(v("f32"), Value::F32(1.5));
+            assert_eq!(v("bool"), Value::Bool(true));
+            assert_eq!(v("u64"), Value::U64((1 << 56) + 1));
+            assert_eq!(v("i64"), Value::I64(-4));
+            assert_eq!(v("f64"), Value::F64(1.5));
+            assert_eq!(v("string"), Value::String("héllo".into()));
+            assert_eq!(
+                v("strings"),
+                Value::Array(vec![
+                    Value::String("a".into()),
+                    Value::String(String::new())
+                ])
+            );
+            assert_eq!(
+                v("nested"),
+                Value::Array(vec![Value::Array(vec![Value::I32(7), Value::I32(-7)])])
+            );
+            assert_eq!(c.tensor_data_offset % 64, 0);
+            assert_eq!(c.tensor_data_offset as usize, bytes.len() - 256);
+            let t = &c.tensor_infos["t"];
+            assert_eq!(
+                (t.dims.as_slice(), t.ty, t.bytes),
+                (&[2, 32][..], TensorType::F32, 256)
+            );
+            let data = c
+                .tensor_bytes(&mut std::io::Cursor::new(&bytes), t)
+                .unwrap();
+            assert_eq!(&data[4..8], &1f32.to_le_bytes());
+            let md = Metadata(&c.metadata);
+            assert!(
+                md.opt_ints("nested").is_err(),
+                "an array of arrays is no int list"
+            );
+            assert_eq!(md.usize("u16").unwrap(), 257);
+            assert!(md.usize("i8").is_err());
+        }
+    }
 
-fn read_u32<R: Read>(r: &mut R) -> Option<u32> {
-    read_bytes::<4, R>(r).map(u32::from_le_bytes)
-}
-
-fn read_u64<R: Read>(r: &mut R) -> Option<u64> {
-    read_bytes::<8, R>(r).map(u64::from_le_bytes)
+    #[test]
+    fn truncated_or_inflated_files_are_one_line_errors() {
+        let bytes = file(true);
+        for end in 0..bytes.len() {
+            let e = parse(&bytes[..end]).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // The first array count (of "strings") made huge: refused before allocating.
+        let at = bytes.windows(7).position(|w| w == b"strings").unwrap() + 7 + 8;
+        let mut huge = bytes.clone();
+        huge[at..at + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(parse(&huge).unwrap_err().contains("exceeds the file"));
+        let mut bad_version = bytes.clone();
+        bad_version[4] = 9;
+        assert!(parse(&bad_version).unwrap_err().contains("version 9"));
+    }
 }

@@ -1,5 +1,6 @@
-//! The embedded local model of whittle: a quantized GGUF run in-process on the CPU with
-//! candle, so a machine with no API key still has a model.
+//! The embedded local model of whittle: a quantized GGUF run in-process on the CPU in plain
+//! Rust (its own GGUF reader, kernels and transformer), so a machine with no API key still
+//! has a model.
 //!
 //! Everything comes from the one GGUF file: weights, context window
 //! (`<arch>.context_length`), tokenizer (`tokenizer.ggml.*`: byte-level BPE as in
@@ -42,6 +43,7 @@
 
 mod attention;
 mod constraint;
+mod dequant;
 mod download;
 mod engine;
 mod error;

@@ -14,7 +14,6 @@
 
 use crate::error::LocalError;
 use crate::quant::{self, BLOCK, Kind, TILE, XBlock};
-use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -96,14 +95,14 @@ impl QMatrix {
         rows: usize,
         cols: usize,
         data: Vec<u8>,
-    ) -> candle_core::Result<Self> {
+    ) -> Result<Self, LocalError> {
         if !cols.is_multiple_of(kind.block_values())
             || rows.checked_mul(kind.row_bytes(cols)) != Some(data.len())
         {
-            candle_core::bail!(
+            return Err(LocalError::Inference(format!(
                 "{} bytes are not a {rows}x{cols} {kind:?} matrix",
                 data.len()
-            );
+            )));
         }
         Ok(QMatrix {
             kind,
@@ -118,9 +117,11 @@ impl QMatrix {
     }
 
     /// `self` with `below`'s rows appended (same kind and columns).
-    pub(crate) fn stacked(mut self, below: QMatrix) -> candle_core::Result<Self> {
+    pub(crate) fn stacked(mut self, below: QMatrix) -> Result<Self, LocalError> {
         if below.kind != self.kind || below.cols != self.cols {
-            candle_core::bail!("only matrices of one kind and width stack");
+            return Err(LocalError::Inference(
+                "only matrices of one kind and width stack".into(),
+            ));
         }
         self.data.extend_from_slice(&below.data);
         self.rows += below.rows;
@@ -182,17 +183,25 @@ impl QMatrix {
 pub(crate) struct Linear {
     parts: Vec<Arc<QMatrix>>,
     cols: usize,
-    bias: Option<Tensor>,
+    bias: Option<Vec<f32>>,
 }
 
 impl Linear {
     /// A projection from matrices of `cols` columns, stacked by output row.
-    pub(crate) fn new(parts: Vec<Arc<QMatrix>>, bias: Option<Tensor>) -> candle_core::Result<Self> {
+    pub(crate) fn new(
+        parts: Vec<Arc<QMatrix>>,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Self, LocalError> {
+        let fail = |m: &str| Err(LocalError::Inference(m.to_string()));
         let Some(cols) = parts.first().map(|p| p.cols) else {
-            candle_core::bail!("a projection needs a weight matrix");
+            return fail("a projection needs a weight matrix");
         };
         if parts.iter().any(|p| p.cols != cols) || !cols.is_multiple_of(BLOCK) {
-            candle_core::bail!("the parts of a projection disagree on their columns");
+            return fail("the parts of a projection disagree on their columns");
+        }
+        let rows: usize = parts.iter().map(|p| p.rows).sum();
+        if bias.as_ref().is_some_and(|b| b.len() != rows) {
+            return fail("a projection's bias does not match its rows");
         }
         Ok(Linear { parts, cols, bias })
     }
@@ -201,14 +210,17 @@ impl Linear {
         self.parts.iter().map(|p| p.rows).sum()
     }
 
-    /// `x · Wᵀ + b` for `x` of shape `(rows, cols)`.
-    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let (m, cols) = x.dims2()?;
-        if cols != self.cols {
-            candle_core::bail!("projection expects {} columns, got {cols}", self.cols);
+    /// `x · Wᵀ + b` for `x` holding `m` rows (row-major), as `m` rows of output.
+    pub(crate) fn forward(&self, x: &[f32], m: usize) -> Result<Vec<f32>, LocalError> {
+        if m.checked_mul(self.cols) != Some(x.len()) {
+            return Err(LocalError::Inference(format!(
+                "projection expects {m} rows of {} columns, got {} values",
+                self.cols,
+                x.len()
+            )));
         }
-        let xs: Vec<f32> = x.flatten_all()?.to_vec1()?;
-        let xq = quantize_activations(&xs, cols);
+        let cols = self.cols;
+        let xq = quantize_activations(x, cols);
         let rows = self.rows();
         let mut out = vec![0f32; m * rows];
         match self.parts.as_slice() {
@@ -225,11 +237,14 @@ impl Linear {
                 }
             }
         }
-        let y = Tensor::from_vec(out, (m, rows), &Device::Cpu)?;
-        match &self.bias {
-            Some(b) => y.broadcast_add(b),
-            None => Ok(y),
+        if let Some(b) = &self.bias {
+            for row in out.chunks_exact_mut(rows) {
+                for (y, b) in row.iter_mut().zip(b) {
+                    *y += b;
+                }
+            }
         }
+        Ok(out)
     }
 }
 
@@ -252,7 +267,6 @@ mod tests {
         let x: Vec<f32> = (0..11 * cols)
             .map(|i| ((i * 13 % 29) as f32 / 14.0) - 1.0)
             .collect();
-        let xt = Tensor::from_vec(x.clone(), (11, cols), &Device::Cpu).unwrap();
         let one = Linear::new(vec![dense(&w, rows, cols)], None).unwrap();
         let split = Linear::new(
             vec![
@@ -262,29 +276,11 @@ mod tests {
             None,
         )
         .unwrap();
-        let a: Vec<f32> = one
-            .forward(&xt)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        let b: Vec<f32> = split
-            .forward(&xt)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
+        let a = one.forward(&x, 11).unwrap();
+        let b = split.forward(&x, 11).unwrap();
         assert_eq!(a, b);
         for t in 0..11 {
-            let single: Vec<f32> = one
-                .forward(&xt.narrow(0, t, 1).unwrap())
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap();
+            let single = one.forward(&x[t * cols..(t + 1) * cols], 1).unwrap();
             for r in 0..rows {
                 let got = a[t * rows + r];
                 assert!((single[r] - got).abs() <= 1e-4 * (1.0 + got.abs()));
@@ -295,8 +291,8 @@ mod tests {
                 );
             }
         }
-        let bad = Tensor::zeros((1, 32), candle_core::DType::F32, &Device::Cpu).unwrap();
-        assert!(one.forward(&bad).is_err());
+        assert!(one.forward(&[0.0; 32], 1).is_err());
+        assert!(one.forward(&x, 10).is_err());
         assert!(QMatrix::new(Kind::Q4_1, 2, 32, vec![0; 39]).is_err());
         assert!(QMatrix::new(Kind::Q4K, 1, 32, vec![0; 144]).is_err());
     }

@@ -1,21 +1,20 @@
 //! The transformer: Llama-family decoders (`llama`, and `qwen2`, which adds q/k/v biases
-//! and non-interleaved rotary embeddings) on candle's quantized CPU kernels.
+//! and non-interleaved rotary embeddings) on this crate's quantized CPU kernels, in plain
+//! `Vec<f32>` arithmetic between the projections.
 //!
-//! Written here rather than taken from `candle_transformers::models::quantized_llama`
-//! because that model caps positions at 4,096 (SmolLM2's window is 8,192), copies the whole
-//! KV cache on every token, cannot keep a prompt prefix between calls, and runs Q4_1 (the
-//! default model's type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
+//! Written here rather than taken from a library because the quantized Llama we measured
+//! capped positions at 4,096 (SmolLM2's window is 8,192), copied the whole KV cache on every
+//! token, could not keep a prompt prefix between calls, and ran Q4_1 (the default model's
+//! type) without SIMD. Projections are in [`crate::linear`]; q/k/v and
 //! gate/up are fused so each layer makes four products, not seven.
 
 use crate::attention::{Shape, attend};
 use crate::error::LocalError;
-use crate::gguf::Metadata;
+use crate::gguf::{Content, Metadata, TensorInfo, TensorType};
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
-use candle_core::quantized::{GgmlDType, gguf_file};
-use candle_core::{DType, Device, Tensor};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -117,11 +116,11 @@ impl Config {
 }
 
 struct Layer {
-    attn_norm: Tensor,
+    attn_norm: Vec<f32>,
     /// q, k and v stacked: `n_embd + 2 * kv_dim` output rows.
     qkv: Linear,
     o: Linear,
-    ffn_norm: Tensor,
+    ffn_norm: Vec<f32>,
     /// gate and up stacked: `2 * n_ff` output rows.
     gate_up: Linear,
     down: Linear,
@@ -179,22 +178,20 @@ pub(crate) struct Transformer {
     cfg: Config,
     embed: Arc<QMatrix>,
     layers: Vec<Layer>,
-    norm: Tensor,
+    norm: Vec<f32>,
     output: Linear,
     vocab: usize,
     cache: KvCache,
-    device: Device,
 }
 
 /// Reads one tensor, checking its shape, and converts quantizations without fast kernels.
 struct Loader<'a, R> {
-    content: &'a gguf_file::Content,
+    content: &'a Content,
     reader: &'a mut R,
     path: &'a Path,
-    device: Device,
 }
 
-impl<R: Read + Seek> Loader<'_, R> {
+impl<'a, R: Read + Seek> Loader<'a, R> {
     fn invalid(&self, message: String) -> LocalError {
         LocalError::InvalidModel {
             path: self.path.to_path_buf(),
@@ -202,33 +199,45 @@ impl<R: Read + Seek> Loader<'_, R> {
         }
     }
 
+    fn info(&self, name: &str) -> Result<&'a TensorInfo, LocalError> {
+        let content: &'a Content = self.content;
+        content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| self.invalid(format!("tensor {name} is missing")))
+    }
+
+    /// The stored bytes of tensor `info`.
+    fn bytes(&mut self, name: &str, info: &TensorInfo) -> Result<Vec<u8>, LocalError> {
+        self.content
+            .tensor_bytes(self.reader, info)
+            .map_err(|e| self.invalid(format!("tensor {name}: {e}")))
+    }
+
     /// Reads one tensor as f32, checking its shape.
-    fn read(&mut self, name: &str, shape: &[usize]) -> Result<Tensor, LocalError> {
-        let Some(info) = self.content.tensor_infos.get(name) else {
-            return Err(self.invalid(format!("tensor {name} is missing")));
-        };
-        if info.shape.dims() != shape {
+    fn read(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, LocalError> {
+        let info = self.info(name)?;
+        if info.dims != shape {
             return Err(self.invalid(format!(
                 "tensor {name} has shape {:?}, expected {shape:?}",
-                info.shape.dims()
+                info.dims
             )));
         }
-        let block = info.ggml_dtype.block_size();
-        if shape.last().is_some_and(|cols| !cols.is_multiple_of(block)) {
+        if shape
+            .last()
+            .is_some_and(|cols| !cols.is_multiple_of(info.ty.block_values()))
+        {
             return Err(self.invalid(format!(
                 "tensor {name}: rows are not whole quantization blocks"
             )));
         }
-        let q = self
-            .content
-            .tensor(self.reader, name, &self.device)
-            .map_err(|e| {
-                self.invalid(format!(
-                    "tensor {name}: {}",
-                    whittle_protocol::first_line(&e.to_string())
-                ))
-            })?;
-        Ok(q.dequantize(&self.device)?)
+        let data = self.bytes(name, info)?;
+        crate::dequant::dequantize(info.ty, &data).ok_or_else(|| {
+            self.invalid(format!(
+                "tensor {name}: type {:?} is not supported",
+                info.ty
+            ))
+        })
     }
 
     fn has(&self, name: &str) -> bool {
@@ -238,35 +247,28 @@ impl<R: Read + Seek> Loader<'_, R> {
     /// One weight matrix in its file blocks: the kinds with a kernel are read as stored;
     /// any other is converted once to Q8_0 (never kept as f32).
     fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatrix, LocalError> {
-        let Some(info) = self.content.tensor_infos.get(name) else {
-            return Err(self.invalid(format!("tensor {name} is missing")));
-        };
-        if info.shape.dims() != [rows, cols] {
+        let info = self.info(name)?;
+        if info.dims != [rows, cols] {
             return Err(self.invalid(format!(
                 "tensor {name} has shape {:?}, expected {:?}",
-                info.shape.dims(),
+                info.dims,
                 [rows, cols]
             )));
         }
-        let kind = match info.ggml_dtype {
-            GgmlDType::Q4_0 => Some(Kind::Q4_0),
-            GgmlDType::Q4_1 => Some(Kind::Q4_1),
-            GgmlDType::Q8_0 => Some(Kind::Q8_0),
-            GgmlDType::Q4K => Some(Kind::Q4K),
-            GgmlDType::Q6K => Some(Kind::Q6K),
+        let kind = match info.ty {
+            TensorType::Q4_0 => Some(Kind::Q4_0),
+            TensorType::Q4_1 => Some(Kind::Q4_1),
+            TensorType::Q8_0 => Some(Kind::Q8_0),
+            TensorType::Q4K => Some(Kind::Q4K),
+            TensorType::Q6K => Some(Kind::Q6K),
             _ => None,
         };
         let Some(kind) = kind.filter(|k| cols.is_multiple_of(k.block_values())) else {
-            let values: Vec<f32> = self.read(name, &[rows, cols])?.flatten_all()?.to_vec1()?;
-            return Ok(QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(&values))?);
+            let values = self.read(name, &[rows, cols])?;
+            return QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(&values));
         };
-        let start = self.content.tensor_data_offset + info.offset;
-        let mut data = vec![0u8; rows * kind.row_bytes(cols)];
-        self.reader
-            .seek(SeekFrom::Start(start))
-            .and_then(|_| self.reader.read_exact(&mut data))
-            .map_err(|e| self.invalid(format!("tensor {name}: {e}")))?;
-        Ok(QMatrix::new(kind, rows, cols, data)?)
+        let data = self.bytes(name, info)?;
+        QMatrix::new(kind, rows, cols, data)
     }
 
     /// A projection from the weights (and biases) of `parts`, stacked by output row: one
@@ -289,7 +291,7 @@ impl<R: Read + Seek> Loader<'_, R> {
         }
         let bias = match biases.len() {
             0 => None,
-            n if n == parts.len() => Some(Tensor::cat(&biases, 0)?),
+            n if n == parts.len() => Some(biases.concat()),
             _ => {
                 let first = parts.first().map_or("", |p| p.0);
                 return Err(self.invalid(format!("{first} has biases on only some of its parts")));
@@ -298,36 +300,34 @@ impl<R: Read + Seek> Loader<'_, R> {
         let mut fused: Vec<QMatrix> = Vec::with_capacity(weights.len());
         for w in weights {
             match fused.pop() {
-                Some(last) if last.kind() == w.kind() => fused.push(last.stacked(w)?),
+                Some(last) if last.kind() == w.kind() => {
+                    fused.push(last.stacked(w).map_err(|e| self.invalid(e.to_string()))?);
+                }
                 Some(last) => fused.extend([last, w]),
                 None => fused.push(w),
             }
         }
-        Ok(Linear::new(
-            fused.into_iter().map(Arc::new).collect(),
-            bias,
-        )?)
+        Linear::new(fused.into_iter().map(Arc::new).collect(), bias)
+            .map_err(|e| self.invalid(e.to_string()))
     }
 }
 
 impl Transformer {
     pub(crate) fn load<R: Read + Seek>(
-        content: &gguf_file::Content,
+        content: &Content,
         reader: &mut R,
         path: &Path,
         mut cfg: Config,
     ) -> Result<Self, LocalError> {
-        let device = Device::Cpu;
         let mut l = Loader {
             content,
             reader,
             path,
-            device: device.clone(),
         };
         let Some(embd_info) = content.tensor_infos.get("token_embd.weight") else {
             return Err(l.invalid("tensor token_embd.weight is missing".into()));
         };
-        let vocab = embd_info.shape.dims().first().copied().unwrap_or(0);
+        let vocab = embd_info.dims.first().copied().unwrap_or(0);
         let (e, kv, ff) = (cfg.n_embd, cfg.n_kv_head * cfg.head_dim, cfg.n_ff);
         if !e.is_multiple_of(BLOCK) || !ff.is_multiple_of(BLOCK) {
             return Err(LocalError::Unsupported(format!(
@@ -365,9 +365,7 @@ impl Transformer {
             });
         }
         if l.has("rope_freqs.weight") {
-            let factors: Vec<f32> = l
-                .read("rope_freqs.weight", &[cfg.head_dim / 2])?
-                .to_vec1()?;
+            let factors = l.read("rope_freqs.weight", &[cfg.head_dim / 2])?;
             if factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
                 return Err(l.invalid("rope_freqs.weight holds a non-positive factor".into()));
             }
@@ -382,7 +380,6 @@ impl Transformer {
             output,
             vocab,
             cache,
-            device,
         })
     }
 
@@ -465,64 +462,55 @@ impl Transformer {
         if result.is_err() {
             self.cache.clear();
         }
-        result.map_err(LocalError::from)
+        result
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> candle_core::Result<Vec<f32>> {
+    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
         let seq = tokens.len();
         let pos = self.cache.len;
         if seq == 0 || pos + seq > self.cfg.context_length {
-            candle_core::bail!("{seq} tokens at position {pos} do not fit the context window");
+            return Err(LocalError::Inference(format!(
+                "{seq} tokens at position {pos} do not fit the context window"
+            )));
         }
         let c = &self.cfg;
         let (n_head, n_kv, hd) = (c.n_head, c.n_kv_head, c.head_dim);
+        let (e, kvd) = (n_head * hd, n_kv * hd);
         self.cache.reserve(pos + seq, c.context_length, n_kv, hd);
-        let mut rows = vec![0f32; seq * c.n_embd];
-        for (&id, row) in tokens.iter().zip(rows.chunks_exact_mut(c.n_embd)) {
+        let mut x = vec![0f32; seq * c.n_embd];
+        for (&id, row) in tokens.iter().zip(x.chunks_exact_mut(c.n_embd)) {
             if id as usize >= self.vocab {
-                candle_core::bail!("token {id} is outside the vocabulary");
+                return Err(LocalError::Inference(format!(
+                    "token {id} is outside the vocabulary"
+                )));
             }
             self.embed.row(id as usize, row);
         }
-        let mut x = Tensor::from_vec(rows, (seq, c.n_embd), &self.device)?;
-        let (cos, sin) = rope_tables(c, pos, seq, &self.device)?;
+        let (cos, sin) = rope_tables(c, pos, seq);
+        let rope = Rope {
+            cos: &cos,
+            sin: &sin,
+            half: hd / 2,
+            neox: c.rope_neox,
+        };
+        let mut q = vec![0f32; n_head * seq * hd];
         for (i, layer) in self.layers.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_eps)?;
-            let heads = |t: Tensor, n: usize| -> candle_core::Result<Tensor> {
-                t.contiguous()?
-                    .reshape((1, seq, n, hd))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let qkv = layer.qkv.forward(&h)?;
-            let (e, kvd) = (n_head * hd, n_kv * hd);
-            let q = heads(qkv.narrow(1, 0, e)?, n_head)?;
-            let k = heads(qkv.narrow(1, e, kvd)?, n_kv)?;
-            let v = heads(qkv.narrow(1, e + kvd, kvd)?, n_kv)?;
-            let (q, k) = if c.rope_neox {
-                (
-                    candle_nn::rotary_emb::rope(&q, &cos, &sin)?,
-                    candle_nn::rotary_emb::rope(&k, &cos, &sin)?,
-                )
-            } else {
-                (
-                    candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?,
-                    candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?,
-                )
-            };
-            let k: Vec<f32> = k.flatten_all()?.to_vec1()?;
-            let v: Vec<f32> = v.flatten_all()?.to_vec1()?;
-            let q: Vec<f32> = q.flatten_all()?.to_vec1()?;
+            let h = rms_norm(&x, &layer.attn_norm, c.rms_eps);
+            let qkv = layer.qkv.forward(&h, seq)?;
             let cap = self.cache.capacity;
             let Some((ck, cv)) = self.cache.layers.get_mut(i) else {
-                candle_core::bail!("kv cache has no layer {i}");
+                return Err(LocalError::Inference(format!("kv cache has no layer {i}")));
             };
-            for g in 0..n_kv {
-                for t in 0..seq {
-                    let from = (g * seq + t) * hd;
+            // Queries to [head][position][dim]; keys and values straight into the cache.
+            for (t, row) in qkv.chunks_exact(e + 2 * kvd).enumerate() {
+                for g in 0..n_head {
+                    let to = (g * seq + t) * hd;
+                    rope.apply(&row[g * hd..][..hd], t, &mut q[to..to + hd]);
+                }
+                for g in 0..n_kv {
                     let to = (g * cap + pos + t) * hd;
-                    ck[to..to + hd].copy_from_slice(&k[from..from + hd]);
-                    cv[to..to + hd].copy_from_slice(&v[from..from + hd]);
+                    rope.apply(&row[e + g * hd..][..hd], t, &mut ck[to..to + hd]);
+                    cv[to..to + hd].copy_from_slice(&row[e + kvd + g * hd..][..hd]);
                 }
             }
             let shape = Shape {
@@ -534,34 +522,77 @@ impl Transformer {
                 head_dim: hd,
             };
             let y = attend(&q, ck, cv, shape);
-            let y = Tensor::from_vec(y, (seq, n_head * hd), &self.device)?;
-            x = (x + layer.o.forward(&y)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
-            let gate_up = layer.gate_up.forward(&h)?;
-            let g = candle_nn::ops::silu(&gate_up.narrow(1, 0, c.n_ff)?)?;
-            let y = layer
-                .down
-                .forward(&(g * gate_up.narrow(1, c.n_ff, c.n_ff)?)?)?;
-            x = (x + y)?;
+            add_assign(&mut x, &layer.o.forward(&y, seq)?);
+            let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
+            let gate_up = layer.gate_up.forward(&h, seq)?;
+            let mut gated = Vec::with_capacity(seq * c.n_ff);
+            for row in gate_up.chunks_exact(2 * c.n_ff) {
+                let (gate, up) = row.split_at(c.n_ff);
+                gated.extend(gate.iter().zip(up).map(|(&g, &u)| silu(g) * u));
+            }
+            add_assign(&mut x, &layer.down.forward(&gated, seq)?);
         }
         self.cache.len = pos + seq;
-        let last = x.narrow(0, seq - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, c.rms_eps)?;
-        self.output
-            .forward(&last)?
-            .squeeze(0)?
-            .to_dtype(DType::F32)?
-            .to_vec1()
+        let last = &x[(seq - 1) * c.n_embd..];
+        let last = rms_norm(last, &self.norm, c.rms_eps);
+        self.output.forward(&last, 1)
     }
 }
 
-/// Cosines and sines of the rotary embedding for positions `pos..pos + seq`.
-fn rope_tables(
-    c: &Config,
-    pos: usize,
-    seq: usize,
-    dev: &Device,
-) -> candle_core::Result<(Tensor, Tensor)> {
+/// `x += y`, element by element.
+fn add_assign(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// SiLU, `v · σ(v)`, computed as `v / (1 + e^-v)`.
+fn silu(v: f32) -> f32 {
+    v / (1.0 + (-v).exp())
+}
+
+/// RMS normalization of each row of `x` (rows as long as `alpha`), scaled by `alpha`:
+/// the sum of squares in order, in f32, then `x / rms * alpha`, value by value.
+fn rms_norm(x: &[f32], alpha: &[f32], eps: f32) -> Vec<f32> {
+    let n = alpha.len();
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(n) {
+        let sum2: f32 = row.iter().map(|v| v * v).sum();
+        let m = (sum2 / n as f32 + eps).sqrt();
+        out.extend(row.iter().zip(alpha).map(|(s, a)| s / m * a));
+    }
+    out
+}
+
+/// The rotary embedding of one batch of positions: [`rope_tables`] and the pairing.
+struct Rope<'a> {
+    cos: &'a [f32],
+    sin: &'a [f32],
+    half: usize,
+    /// Pairs dimension `i` with `i + half` (NeoX, qwen2) instead of `2i` with `2i + 1`.
+    neox: bool,
+}
+
+impl Rope<'_> {
+    /// Rotates one head's vector `src` at batch position `t` into `dst`.
+    fn apply(&self, src: &[f32], t: usize, dst: &mut [f32]) {
+        let h = self.half;
+        let (cos, sin) = (&self.cos[t * h..][..h], &self.sin[t * h..][..h]);
+        for j in 0..h {
+            let (a, b) = if self.neox {
+                (j, j + h)
+            } else {
+                (2 * j, 2 * j + 1)
+            };
+            let (x, y) = (src[a], src[b]);
+            dst[a] = x * cos[j] - y * sin[j];
+            dst[b] = x * sin[j] + y * cos[j];
+        }
+    }
+}
+
+/// Cosines and sines of the rotary embedding for positions `pos..pos + seq`, `[position][i]`.
+fn rope_tables(c: &Config, pos: usize, seq: usize) -> (Vec<f32>, Vec<f32>) {
     let half = c.head_dim / 2;
     let base = f64::from(c.rope_base);
     let divisor = |i: usize| {
@@ -580,10 +611,7 @@ fn rope_tables(
             sin.push(angle.sin() as f32);
         }
     }
-    Ok((
-        Tensor::from_vec(cos, (seq, half), dev)?,
-        Tensor::from_vec(sin, (seq, half), dev)?,
-    ))
+    (cos, sin)
 }
 
 #[cfg(test)]
@@ -607,10 +635,7 @@ mod tests {
             rms_eps: 1e-6,
             qkv_bias: false,
         };
-        let cos = |c: &Config, pos: usize| -> Vec<f32> {
-            let (cos, _) = rope_tables(c, pos, 1, &Device::Cpu).unwrap();
-            cos.flatten_all().unwrap().to_vec1().unwrap()
-        };
+        let cos = |c: &Config, pos: usize| -> Vec<f32> { rope_tables(c, pos, 1).0 };
         let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
         let plain = cfg(None, 1.0);
         // A divisor of 2 at position 10 turns as far as no divisor at position 5.

@@ -3,8 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
-use candle_core::{Device, Tensor};
+use crate::gguf_file::{self, GgmlDType, QTensor};
 use serde_json::json;
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -100,8 +99,7 @@ fn noise(n: usize, seed: u64, scale: f32) -> Vec<f32> {
 }
 
 fn qt(data: Vec<f32>, shape: &[usize], dtype: GgmlDType) -> QTensor {
-    let t = Tensor::from_vec(data, shape, &Device::Cpu).unwrap();
-    QTensor::quantize(&t, dtype).unwrap()
+    QTensor::quantize(&data, shape, dtype)
 }
 
 /// Writes a two-layer llama GGUF. `scripted` zeroes the layers' outputs and wires the
