@@ -7,6 +7,7 @@ use crate::ledger::Ledger;
 use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::{Block, Role};
+use std::ops::Range;
 use std::path::PathBuf;
 use whittle_store::{
     ArchivedSpan, Preview, Store, StoreError, looks_saved, persisted_output, saved_placeholder,
@@ -86,19 +87,11 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
 /// order): each snip writes only what it newly archives. A middle that is
 /// only an earlier marker is left alone.
 pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
-    let max = cx.limits.max_messages?;
-    if history.len() <= max {
-        return None;
-    }
+    let Range {
+        start: head_end,
+        end: tail_start,
+    } = snip_span(history, cx)?;
     let messages = history.messages();
-    let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
-    let tail_start = safe_cut_at_or_before(
-        messages,
-        messages.len().saturating_sub(cx.limits.snip_keep_tail),
-    );
-    if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
-        return None;
-    }
     let mut report = StepReport::new(
         Step::SnipCompact,
         Trigger::TooManyMessages,
@@ -144,6 +137,24 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     Some(report)
 }
 
+/// The middle snip_compact would archive now, if its trigger holds.
+pub(super) fn snip_span(history: &History, cx: &Ctx) -> Option<Range<usize>> {
+    let max = cx.limits.max_messages?;
+    if history.len() <= max {
+        return None;
+    }
+    let messages = history.messages();
+    let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
+    let tail_start = safe_cut_at_or_before(
+        messages,
+        messages.len().saturating_sub(cx.limits.snip_keep_tail),
+    );
+    if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
+        return None;
+    }
+    Some(head_end..tail_start)
+}
+
 /// Appends `history.messages()[archived..end]` to the transcript and moves
 /// the archived mark to `end`: what an archive step writes before it takes
 /// messages out of the context.
@@ -168,10 +179,20 @@ pub(super) fn archive_through(
 /// nothing if it could not free `clear_at_least` in all: a small gain is not
 /// worth rewriting the provider's cached prefix.
 pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
-    let before = cx.measure(history);
-    if before <= cx.limits.context_limit {
+    if cx.measure(history) <= cx.limits.context_limit {
         return None;
     }
+    micro_compact_now(history, cx, Trigger::OverLimit)
+}
+
+/// Results micro_compact may replace: already seen, not among the newest
+/// `keep_recent_results`, above the placeholder floor, not placeholders
+/// yet; each with where it is saved already, if it is. Also a
+/// conservative guess of the characters replacing them all frees.
+pub(super) fn micro_candidates(
+    history: &History,
+    cx: &Ctx,
+) -> (Vec<(BlockRef, Option<PathBuf>)>, usize) {
     // Results after the newest assistant message have not been seen yet.
     let seen_before = history.last_assistant_index().unwrap_or(0);
     let refs = history.tool_result_refs();
@@ -200,12 +221,19 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         freeable += chars.saturating_sub(200);
         candidates.push((at, saved));
     }
-    let mut report = StepReport::new(
-        Step::MicroCompact,
-        Trigger::OverLimit,
-        before,
-        cx.meter.unit(),
-    );
+    (candidates, freeable)
+}
+
+/// micro_compact whatever the size, for `trigger`: the work down to the
+/// target once the caller has decided it should run.
+pub(super) fn micro_compact_now(
+    history: &mut History,
+    cx: &Ctx,
+    trigger: Trigger,
+) -> Option<StepReport> {
+    let before = cx.measure(history);
+    let (candidates, freeable) = micro_candidates(history, cx);
+    let mut report = StepReport::new(Step::MicroCompact, trigger, before, cx.meter.unit());
     if candidates.is_empty() {
         return None;
     }
