@@ -104,7 +104,9 @@ impl Ledger {
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
             for &i in &kept.commands {
-                out.push_str(&command_line(&self.commands[i]));
+                let c = &self.commands[i];
+                let runs = self.commands.iter().filter(|o| o.line == c.line).count();
+                out.push_str(&command_line(c, runs as u32));
             }
         }
         if !kept.errors.is_empty() {
@@ -116,7 +118,7 @@ impl Ledger {
         out.push_str(&places);
         let mut omitted = self.omitted.clone();
         omitted.files += self.files.len() - kept.files.len() - kept.covered;
-        omitted.commands += self.commands.len() - kept.commands.len();
+        omitted.commands += self.commands.len() - kept.commands.len() - kept.grouped;
         omitted.errors += self.errors.len() - kept.errors.len();
         if !omitted.is_empty() {
             // A place named above (or by the marker) is not repeated.
@@ -184,9 +186,32 @@ pub(super) fn file_line(f: &FileUse) -> String {
     format!("- {} ({})\n", controls_to_spaces(&f.path), uses.join(", "))
 }
 
-pub(super) fn command_line(c: &CommandRun) -> String {
+/// A command's line with its (newest) exit status, and how many times it
+/// ran when more than once: `- [exit 0] cargo test -p x ×14`.
+pub(super) fn command_line(c: &CommandRun, runs: u32) -> String {
     let exit = c.exit.as_deref().unwrap_or("?");
-    format!("- [exit {exit}] {}\n", c.line)
+    // A line that itself ends like a count gets its count, so that reading
+    // it back takes off only that.
+    if runs > 1 || runs_suffix(&c.line).is_some() {
+        format!("- [exit {exit}] {}{RUNS}{runs}\n", c.line)
+    } else {
+        format!("- [exit {exit}] {}\n", c.line)
+    }
+}
+
+/// Between a grouped command's line and its count.
+const RUNS: &str = " ×";
+/// The most runs a grouped line read back stands for (a marker edited by
+/// hand cannot make the ledger huge).
+const MAX_RUNS: usize = 10_000;
+
+/// A command line's trailing ` ×N` count, split off: `(line, N)`.
+fn runs_suffix(line: &str) -> Option<(&str, usize)> {
+    let (l, n) = line.rsplit_once(RUNS)?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((l, n.parse::<usize>().unwrap_or(1).clamp(1, MAX_RUNS)))
 }
 
 pub(super) fn error_line(e: &ErrorLine) -> String {
@@ -307,7 +332,8 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
                     .strip_prefix("[exit ")
                     .and_then(|r| r.split_once("] "))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
-                commands.push((line.to_owned(), exit.map(str::to_owned)));
+                let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
+                commands.push((line.to_owned(), exit.map(str::to_owned), runs));
             }
             ERRORS => errors.push(entry.to_owned()),
             PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
@@ -324,7 +350,12 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
         }
     }
     // Shown newest first; recorded oldest first, after the files.
-    for (line, exit) in commands.into_iter().rev() {
+    // A grouped line stands for its runs: all of them are recorded again,
+    // the newest with the exit status shown, so the count carries over.
+    for (line, exit, runs) in commands.into_iter().rev() {
+        for _ in 1..runs {
+            ledger.push_command(line.clone(), None);
+        }
         ledger.push_command(line, exit);
     }
     for line in errors.into_iter().rev() {

@@ -330,3 +330,33 @@ fn other_agents_tools_are_read_too() {
     );
     assert!(ledger.render(10_000, None).contains("- [pending] a"));
 }
+
+#[test]
+fn a_repeated_command_shows_once_with_its_count_and_newest_exit() {
+    let mut messages = many_commands(14, |_| "cargo test -p x".into());
+    messages.push(call("last", "bash", json!({"command": "cargo test -p x"})));
+    messages.push(result("last", "[exit code: 101]", true));
+    messages.extend(many_commands(1, |_| "echo 3 ×2".into()).into_iter().skip(1));
+    let ledger = Ledger::of(&messages, None);
+    let rendered = ledger.render(100_000, None);
+    assert!(
+        rendered.contains("- [exit 101] cargo test -p x ×15\n"),
+        "{rendered}"
+    );
+    assert_eq!(rendered.matches("cargo test -p x").count(), 1, "{rendered}");
+    // A line that ends like a count keeps its own words.
+    assert!(rendered.contains("- [exit 0] echo 3 ×2 ×1\n"), "{rendered}");
+    assert!(!rendered.contains(NOT_SHOWN_FOR_TESTS), "{rendered}");
+    let marker = compacted_message(
+        COMPACTED_HEADER,
+        "go on",
+        "prose",
+        Path::new("/t"),
+        &rendered,
+    );
+    let again = Ledger::of(std::slice::from_ref(&marker), None);
+    assert_eq!(again.command_lines().count(), 16);
+    assert_eq!(again.render(100_000, Some("/t")), rendered);
+}
+
+const NOT_SHOWN_FOR_TESTS: &str = "## Not shown";
