@@ -145,11 +145,14 @@ impl Limits {
             summary_input_chars: 80_000,
             // Room for the instruction; the answer has the reserved tokens.
             summarize_in_place_up_to: usable.saturating_sub(1_000),
-            // 2% of the window (4,000 tokens at 200k): the facts a session
-            // piles up grow with what a window holds.
-            ledger_tokens: usize::try_from(budget.context_window / 50)
-                .unwrap_or(usize::MAX)
-                .max(500),
+            // 2% of the window (4,000 tokens at 200k, 20,000 at 1M): the
+            // facts a session piles up grow with what a window holds. Never
+            // less than a tenth of a small window up to 3,000 tokens, where
+            // it is the whole memory of a session compacted on every call.
+            ledger_tokens: usize::try_from(
+                (budget.context_window / 50).max((usable / 10).clamp(500, 3_000)),
+            )
+            .unwrap_or(usize::MAX),
         }
     }
 }

@@ -146,6 +146,7 @@ impl Compactor {
         history: &'a mut History,
         request: &str,
     ) -> Progress<'a, PrepareOutcome> {
+        self.keep_ledger(history);
         let cx = self.ctx();
         let before = cx.measure(history);
         let mut reports = Vec::new();
@@ -183,6 +184,20 @@ impl Compactor {
             c.finish_prepare(h, before, reports)
         };
         Progress::after_step(self, history, step, Box::new(then))
+    }
+
+    /// Records the facts of the messages appended since the last call into
+    /// the history's ledgers (see `LedgerMemo`), so that the cost of
+    /// keeping the ledger is paid a message at a time, and a compaction
+    /// renders it rather than reading the whole history.
+    fn keep_ledger(&self, history: &mut History) {
+        if self.limits.ledger_tokens == 0 {
+            return;
+        }
+        let place = self.store.transcript_path().display().to_string();
+        let all = 0..history.len();
+        history.ledger_of(all.clone(), Some(&place), true);
+        history.ledger_of(all, Some(&place), false);
     }
 
     /// Measures the result of prepare and counts it if it is still over the limit.

@@ -3,7 +3,6 @@
 use super::Ctx;
 use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
-use crate::ledger::Ledger;
 use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::{Block, Role};
@@ -121,9 +120,10 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let lines =
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     let transcript = span.path.display().to_string();
-    let middle = &history.messages()[head_end..tail_start];
-    let ledger =
-        Ledger::of(middle, Some(&transcript)).render(cx.ledger_chars(history), Some(&transcript));
+    let budget = cx.ledger_chars(history);
+    let ledger = history
+        .ledger_of(head_end..tail_start, Some(&transcript), true)
+        .render(budget, Some(&transcript));
     let marker = archive_marker(count, &span.path, lines, &ledger);
     if marker.chars() >= removed_chars {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
