@@ -181,23 +181,40 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
     out
 }
 
+/// `- PATH (Read ×3, Edit)`: a use once is its tool alone.
 pub(super) fn file_line(f: &FileUse) -> String {
-    let uses: Vec<String> = f.uses.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    let uses: Vec<String> = f
+        .uses
+        .iter()
+        .map(|(t, n)| match n {
+            1 => t.clone(),
+            n => format!("{t} ×{n}"),
+        })
+        .collect();
     format!("- {} ({})\n", controls_to_spaces(&f.path), uses.join(", "))
 }
 
 /// A command's line with its (newest) exit status, and how many times it
 /// ran when more than once: `- [exit 0] cargo test -p x ×14`.
 pub(super) fn command_line(c: &CommandRun, runs: u32) -> String {
-    let exit = c.exit.as_deref().unwrap_or("?");
+    // An unknown exit status (another agent's log) is not shown, unless the
+    // line itself begins like one, so that reading it back stays exact.
+    let exit = match c.exit.as_deref() {
+        Some(e) => format!("[exit {e}] "),
+        None if c.line.starts_with(EXIT_OPEN) => format!("{EXIT_OPEN}?] "),
+        None => String::new(),
+    };
     // A line that itself ends like a count gets its count, so that reading
     // it back takes off only that.
     if runs > 1 || runs_suffix(&c.line).is_some() {
-        format!("- [exit {exit}] {}{RUNS}{runs}\n", c.line)
+        format!("- {exit}{}{RUNS}{runs}\n", c.line)
     } else {
-        format!("- [exit {exit}] {}\n", c.line)
+        format!("- {exit}{}\n", c.line)
     }
 }
+
+/// How a command's exit status opens its line.
+const EXIT_OPEN: &str = "[exit ";
 
 /// Between a grouped command's line and its count.
 const RUNS: &str = " ×";
@@ -321,15 +338,16 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             FILES => {
                 if let Some((path, uses)) = entry.rsplit_once(" (") {
                     for u in uses.trim_end_matches(')').split(", ") {
-                        if let Some((tool, n)) = u.rsplit_once(" ×") {
-                            ledger.touch(path, tool, n.parse().unwrap_or(1));
+                        match u.rsplit_once(" ×") {
+                            Some((tool, n)) => ledger.touch(path, tool, n.parse().unwrap_or(1)),
+                            None => ledger.touch(path, u, 1),
                         }
                     }
                 }
             }
             COMMANDS => {
                 let (exit, line) = entry
-                    .strip_prefix("[exit ")
+                    .strip_prefix(EXIT_OPEN)
                     .and_then(|r| r.split_once("] "))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
                 let (line, runs) = runs_suffix(line).unwrap_or((line, 1));

@@ -79,11 +79,11 @@ fn a_session_is_recorded() {
     );
     let text = ledger.render(100_000, None);
     assert!(
-        text.contains("- src/parse.rs (read_file ×1, bash ×1, edit_file ×1)"),
+        text.contains("- src/parse.rs (read_file, bash, edit_file)"),
         "{text}"
     );
     assert!(text.contains("- [exit 101] sed -i"), "{text}");
-    assert!(text.contains("- [exit ?] cat big.log"), "{text}");
+    assert!(text.contains("- cat big.log\n"), "{text}");
     assert!(text.contains("- bash: error[E0425]: x"), "{text}");
     assert!(text.contains("- [in_progress] fix parse"), "{text}");
     assert!(
@@ -143,7 +143,7 @@ fn a_second_compaction_carries_the_first_ledger() {
     assert_eq!(ledger.command_lines().count(), 2);
     let text = ledger.render(100_000, None);
     assert!(
-        text.contains("- src/parse.rs (read_file ×1, bash ×1, edit_file ×1)"),
+        text.contains("- src/parse.rs (read_file, bash, edit_file)"),
         "{text}"
     );
     assert!(text.contains("- [exit 101] sed"), "{text}");
