@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::cache_model::{CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
-use super::tidy::{micro_candidates, micro_compact, micro_compact_now, snip_compact, snip_span};
+use super::tidy::{micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span};
 use crate::history::History;
 use crate::limits::Limits;
 
@@ -82,8 +82,9 @@ pub(super) fn micro_compact_cached(
     if over && !cache.cold() {
         return micro_compact(history, cx);
     }
-    let (candidates, freeable) = micro_candidates(history, &all);
-    let first = candidates.first()?.0.message;
+    let Some((first, freeable)) = micro_estimate(history, &all) else {
+        return over.then(|| micro_compact(history, cx)).flatten();
+    };
     match trigger_of(cache.verdict(rewrite(history, cx, first, freeable))) {
         Some(trigger) => micro_compact_now(history, &all, trigger),
         None if over => micro_compact(history, cx),

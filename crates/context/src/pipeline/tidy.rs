@@ -224,6 +224,35 @@ pub(super) fn micro_candidates(
     (candidates, freeable)
 }
 
+/// What replacing every result [`micro_candidates`] would find frees, by
+/// text alone: the first message it would change and the characters freed.
+/// No file is looked at (deciding whether to act runs before every call;
+/// acting checks each result against the store), so a result that only
+/// looks like a placeholder counts as one.
+pub(super) fn micro_estimate(history: &History, cx: &Ctx) -> Option<(usize, usize)> {
+    let seen_before = history.last_assistant_index().unwrap_or(0);
+    let refs = history.tool_result_refs();
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
+    let mut first = None;
+    let mut freeable = 0usize;
+    for at in refs[..protected_from].iter().copied() {
+        if at.message >= seen_before {
+            break;
+        }
+        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        let chars = result.content_chars();
+        // A placeholder is about 200 characters: one is not replaced again.
+        if chars <= cx.limits.placeholder_floor_chars || (chars <= 300 && looks_saved(result)) {
+            continue;
+        }
+        freeable += chars.saturating_sub(200);
+        first.get_or_insert(at.message);
+    }
+    first.map(|f| (f, freeable))
+}
+
 /// micro_compact whatever the size, for `trigger`: the work down to the
 /// target once the caller has decided it should run.
 pub(super) fn micro_compact_now(
