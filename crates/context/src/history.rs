@@ -1,5 +1,6 @@
 //! A conversation history whose size is always known without re-serializing it.
 
+use crate::ledger::{Ledger, LedgerMemo};
 use crate::{Block, Message, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
@@ -24,6 +25,8 @@ pub struct History {
     kept_tail: usize,
     /// Messages `..archived` are in the store's transcript already.
     archived: usize,
+    /// The ledgers of the messages, kept up to date (see `LedgerMemo`).
+    ledger: LedgerMemo,
 }
 
 /// The part of a history that changed since it was last saved: messages
@@ -57,6 +60,7 @@ impl History {
             message_chars,
             epoch: 0,
             archived: 0,
+            ledger: LedgerMemo::default(),
         }
     }
 
@@ -158,6 +162,7 @@ impl History {
         self.saved = self.saved.min(self.messages.len());
         self.kept_tail = 0;
         self.archived = self.archived.min(self.messages.len());
+        self.ledger.edited_from(self.messages.len());
         Some(m)
     }
 
@@ -171,6 +176,7 @@ impl History {
         self.unchanged = self.unchanged.min(at.message);
         self.saved = self.saved.min(at.message);
         self.kept_tail = self.kept_tail.min(self.messages.len() - 1 - at.message);
+        self.ledger.edited_from(at.message);
         Some(old)
     }
 
@@ -207,6 +213,21 @@ impl History {
         self.kept_tail = self.kept_tail.min(old_len - end);
         // The replacement is new: only what precedes it stays archived.
         self.archived = self.archived.min(start);
+        self.ledger.edited_from(start);
+    }
+
+    /// The ledger of `messages()[range]` with `transcript` as where they
+    /// are archived: what [`Ledger::of`] gives (or, without
+    /// `carry_markers`, the facts outside the markers' ledgers), recording
+    /// only the messages appended since it was last asked for.
+    pub(crate) fn ledger_of(
+        &mut self,
+        range: Range<usize>,
+        transcript: Option<&str>,
+        carry_markers: bool,
+    ) -> &Ledger {
+        self.ledger
+            .ledger(&self.messages, range, transcript, carry_markers)
     }
 
     /// Replaces every message.

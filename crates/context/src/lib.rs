@@ -73,8 +73,8 @@ pub use markers::{COMPACTED_HEADER, REACTIVE_HEADER};
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
-    Compactor, Ctx, Outcome, PrepareOutcome, Progress, Step, StepError, StepReport, SummaryNeeded,
-    Trigger,
+    CachePrices, CacheState, Compactor, Ctx, MAX_EXPECTED_CALLS, Outcome, PrepareOutcome, Progress,
+    Rewrite, Step, StepError, StepReport, SummaryNeeded, Trigger, Verdict,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
 pub use summarize::{SummarizeError, Summarizer, SummaryInput};

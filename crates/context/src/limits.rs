@@ -46,7 +46,7 @@ pub struct Limits {
     /// bounded transcript. 0 always uses the transcript, as the seed does.
     pub summarize_in_place_up_to: u64,
     /// The state ledger a compaction marker carries is kept within about
-    /// this many tokens (taken as 4 characters each), the person's messages
+    /// this many tokens (2% of the window in the token policy) (taken as 4 characters each), the person's messages
     /// excepted: they are always kept. 0: no ledger.
     pub ledger_tokens: usize,
 }
@@ -145,10 +145,14 @@ impl Limits {
             summary_input_chars: 80_000,
             // Room for the instruction; the answer has the reserved tokens.
             summarize_in_place_up_to: usable.saturating_sub(1_000),
-            // A tenth of the window, at most a few thousand tokens.
-            ledger_tokens: usize::try_from(usable / 10)
-                .unwrap_or(usize::MAX)
-                .clamp(500, 3_000),
+            // 2% of the window (4,000 tokens at 200k, 20,000 at 1M): the
+            // facts a session piles up grow with what a window holds. Never
+            // less than a tenth of a small window up to 3,000 tokens, where
+            // it is the whole memory of a session compacted on every call.
+            ledger_tokens: usize::try_from(
+                (budget.context_window / 50).max((usable / 10).clamp(500, 3_000)),
+            )
+            .unwrap_or(usize::MAX),
         }
     }
 }

@@ -9,7 +9,8 @@ use common::{Recording, file_text};
 use proptest::prelude::*;
 use serde_json::json;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, TokenBudget, TokenMeter, check_recovery,
+    CachePrices, CacheState, CharMeter, Compactor, History, Limits, Step, TokenBudget, TokenMeter,
+    Trigger, check_recovery,
 };
 use whittle_protocol::{Block, Message, validate};
 use whittle_store::Store;
@@ -373,5 +374,80 @@ proptest! {
                 prop_assert!(context.contains(&collapsed(&kept)), "lost {:?}", p.chars().take(80).collect::<String>());
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// With a warm cache and a history the window does not force, a step
+    /// that rewrites the cached prefix runs only when the cost model says
+    /// it pays; when cache reads are free nothing can pay, and every
+    /// message but the newest (never cached) stays as it was.
+    #[test]
+    fn a_warm_prefix_is_rewritten_only_when_it_pays(
+        turns in prop::collection::vec(turn(), 1..40),
+        (limits, tokens) in limits_strategy(),
+        calls in 0u64..200,
+        free_reads in any::<bool>(),
+        read in 0.01f64..0.5,
+        write in 1.0f64..2.5,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let request = "TASK: tidy the cache";
+        let mut h = build(&turns, request);
+        h.mark();
+        let mut c = compactor(dir.path(), limits, tokens);
+        prop_assume!(c.measure(&h) <= c.limits().context_limit);
+        let read = if free_reads { 0.0 } else { read };
+        c.set_cache_state(Some(CacheState {
+            prices: CachePrices { read, write, output: 5.0 },
+            ttl_ms: 300_000,
+            idle_ms: Some(1_000),
+            calls_so_far: calls,
+        }));
+        let before = h.messages().to_vec();
+        let outcome = c.prepare(&mut h, request, &mut Recording::default());
+        for r in outcome.reports.iter().filter(|r| r.applied()) {
+            match r.step {
+                Step::ToolResultBudget => {}
+                Step::MicroCompact | Step::SnipCompact => {
+                    prop_assert_eq!(r.trigger, Trigger::RewritePays, "{:?}", r);
+                    prop_assert!(!free_reads, "{:?}", r);
+                }
+                _ => prop_assert!(false, "{:?} ran under the limit", r),
+            }
+        }
+        if free_reads {
+            let n = before.len() - 1;
+            prop_assert_eq!(&h.messages()[..n], &before[..n]);
+        }
+    }
+
+    /// A cold cache (idle past its TTL) lets micro_compact replace every
+    /// old result whatever the size, and nothing is lost.
+    #[test]
+    fn a_cold_cache_is_tidied_and_loses_nothing(
+        turns in prop::collection::vec(turn(), 1..30),
+        (limits, tokens) in limits_strategy(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let request = "TASK: come back later";
+        let mut h = build(&turns, request);
+        let original = h.messages().to_vec();
+        let mut c = compactor(dir.path(), limits, tokens);
+        c.set_cache_state(Some(CacheState {
+            prices: CachePrices::ANTHROPIC_5M,
+            ttl_ms: 300_000,
+            idle_ms: Some(300_001),
+            calls_so_far: 3,
+        }));
+        let outcome = c.prepare(&mut h, request, &mut Recording::default());
+        for r in outcome.reports.iter().filter(|r| r.applied() && r.step == Step::MicroCompact) {
+            prop_assert!(matches!(r.trigger, Trigger::CacheCold | Trigger::OverLimit), "{:?}", r);
+        }
+        prop_assert_eq!(validate(h.messages()), Ok(()));
+        let lost = check_recovery(&original, &h, c.store());
+        prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
     }
 }

@@ -17,7 +17,7 @@ use crate::calibration::{Calibration, Measured};
 use crate::import::Conversation;
 use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 use crate::prompt_cache::{CallTime, PromptCache, hash};
-use crate::recorded::RecordedCall;
+use crate::recorded::{CacheTtl, RecordedCall};
 use crate::report::{AppliedStep, ReplayReport};
 use crate::survival::SurvivalProbe;
 use std::collections::HashMap;
@@ -26,9 +26,10 @@ use std::time::Instant;
 use whittle_context::prompts::{CONTINUATION_INSTRUCTION, summary_instruction};
 use whittle_context::steps::{cache_anchor, micro_compact};
 use whittle_context::{
-    CharMeter, Compactor, Ctx, History, Limits, Meter, Outcome, Step, StepReport, SummarizeError,
-    Summarizer, SummaryInput, TokenMeter, check_recovery,
+    CachePrices, CacheState, CharMeter, Compactor, Ctx, History, Limits, Meter, Outcome, Step,
+    StepReport, SummarizeError, Summarizer, SummaryInput, TokenMeter, check_recovery,
 };
+use whittle_llm::Prices;
 use whittle_protocol::{Content, Message, Role, validate};
 use whittle_store::Store;
 
@@ -306,13 +307,19 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
         {
             counting.cache.rebuild_prefix(kept);
         }
-        // The cache went cold over an idle gap: rewriting a shorter history costs less.
-        let cold = match (
-            last_call.and_then(|l| l.at_ms.map(|at| (at, l.ttl))),
-            time.at_ms,
-        ) {
-            (Some((before, ttl)), Some(now)) => now.saturating_sub(before) > ttl.millis(),
-            _ => false,
+        // What the provider's cache holds: the default policy rewrites its
+        // cached prefix only when the window forces it, the cache went cold
+        // over an idle gap, or the rewrite pays (whittle_context::CacheState).
+        let idle_ms = last_call.map(|l: CallTime| match (l.at_ms, time.at_ms) {
+            (Some(before), Some(now)) => now.saturating_sub(before),
+            // No times recorded: nothing expires.
+            _ => 0,
+        });
+        let cache_state = CacheState {
+            prices: cache_prices(&config.prices, last_call.map_or(time.ttl, |l| l.ttl)),
+            ttl_ms: last_call.map_or(time.ttl, |l| l.ttl).millis(),
+            idle_ms,
+            calls_so_far: report.calls,
         };
         last_call = Some(time);
         if let Some(p) = &mut probe {
@@ -320,28 +327,10 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
         }
         let started = Instant::now();
         let mut applied: Vec<StepReport> = Vec::new();
-        if cold && policy == Policy::Default && config.tidy_when_cold {
-            let cold_limits = Limits {
-                context_limit: 0,
-                target: 0,
-                clear_at_least: 0,
-                ..config.default_limits()
-            };
-            let cx = Ctx {
-                limits: &cold_limits,
-                store: &store,
-                meter: &CharMeter,
-            };
-            if let Some(r) = micro_compact(&mut history, &cx)
-                && r.applied()
-            {
-                *report.steps.entry(COLD_TIDY.to_string()).or_default() += 1;
-                report.applied_steps.push(AppliedStep {
-                    call: report.calls,
-                    step: COLD_TIDY.to_string(),
-                    line: scratch_free_line(&r),
-                });
-            }
+        if policy == Policy::Default
+            && let Some(c) = &mut compactor
+        {
+            c.set_cache_state(Some(cache_state));
         }
         match (&mut compactor, policy) {
             (Some(c), _) => {
@@ -490,8 +479,23 @@ fn scratch_free_line(r: &StepReport) -> String {
     .describe(None)
 }
 
-/// The step key under which cold-cache tidying is counted.
-pub const COLD_TIDY: &str = "micro_compact_when_cold";
+/// The replay's price table as the cache model's multiples of input, for
+/// writes that live `ttl`.
+fn cache_prices(prices: &Prices, ttl: CacheTtl) -> CachePrices {
+    let input = if prices.input > 0.0 {
+        prices.input
+    } else {
+        1.0
+    };
+    CachePrices {
+        read: prices.cache_read_multiplier,
+        write: match ttl {
+            CacheTtl::FiveMinutes => prices.cache_write_multiplier,
+            CacheTtl::OneHour => prices.cache_write_1h_multiplier,
+        },
+        output: prices.output / input,
+    }
+}
 
 /// Whether a user message is input from the person (not tool results).
 fn is_user_input(m: &Message) -> bool {

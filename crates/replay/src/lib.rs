@@ -48,7 +48,7 @@ mod stand_in;
 mod survival;
 
 pub use calibration::{Calibration, Measured, calibrate};
-pub use conversation::{COLD_TIDY, replay_conversation, replay_recorded};
+pub use conversation::{replay_conversation, replay_recorded};
 pub use import::{
     Boundary, Conversation, Format, INTERRUPTED, ImportError, ImportedFile, MISSING_OPENING,
     RAW_ARGUMENTS_KEY, import_path, import_tree, trace_files,

@@ -63,11 +63,6 @@ pub struct ReplayConfig {
     pub cache_lookback: usize,
     /// The `default` policy's limits; `None` derives them from the window.
     pub default_limits: Option<Limits>,
-    /// Whether the `default` policy clears old tool results (micro_compact
-    /// down to its newest results) when the cache went cold over an idle gap
-    /// longer than its TTL: the prefix is rewritten anyway, so a shorter one
-    /// costs less now and at every later read.
-    pub tidy_when_cold: bool,
 }
 
 impl Default for ReplayConfig {
@@ -80,7 +75,6 @@ impl Default for ReplayConfig {
             min_cacheable_tokens: 1_024,
             cache_lookback: 20,
             default_limits: None,
-            tidy_when_cold: false,
         }
     }
 }

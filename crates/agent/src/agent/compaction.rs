@@ -5,13 +5,49 @@
 
 use super::error::AgentError;
 use super::events::{AgentEvent, EventSink};
-use super::{Agent, LOG_INLINE_MAX_CHARS};
+use super::{Agent, LOG_INLINE_MAX_CHARS, MeterChoice};
 use crate::hooks::HookEvent;
 use crate::summarizer::ProviderSummarizer;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use whittle_context::session::{SessionRecord, log_form};
-use whittle_context::{Outcome, PrepareOutcome, Progress, StepReport};
+use whittle_context::{CachePrices, CacheState, Outcome, PrepareOutcome, Progress, StepReport};
 use whittle_llm::Usage;
+
+/// How long the provider keeps a cached prefix after a request: the
+/// 5-minute default of Anthropic's prompt caching (OpenAI's automatic
+/// caching keeps one 5 to 10 minutes).
+const CACHE_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// When this session last sent the provider a request, and how many it
+/// has sent: the compactor rewrites the cached prefix below the limit only
+/// when the cache is cold or the rewrite pays (see `CacheState`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ModelCalls {
+    last: Option<Instant>,
+    count: u64,
+}
+
+impl ModelCalls {
+    /// A request is being sent now.
+    pub(super) fn sent(&mut self) {
+        self.last = Some(Instant::now());
+        self.count += 1;
+    }
+
+    /// What the provider's cache holds before the next request, at list
+    /// prices; `None` before the first request of this process (a resumed
+    /// session's cache age is unknown), so the steps run on size alone.
+    pub(super) fn cache_state(&self) -> Option<CacheState> {
+        let last = self.last?;
+        Some(CacheState {
+            prices: CachePrices::ANTHROPIC_5M,
+            ttl_ms: CACHE_TTL_MS,
+            idle_ms: Some(u64::try_from(last.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            calls_so_far: self.count,
+        })
+    }
+}
 
 impl Agent {
     /// `/compact [focus]` and the `compact` tool: summarize now. `cancel`
@@ -43,6 +79,13 @@ impl Agent {
         if self.compactor.measure(&self.history) > self.compactor.limits().context_limit {
             self.announce_compaction("auto", sink).await;
         }
+        let cache = match self.config.meter {
+            MeterChoice::Tokens => self.model_calls.cache_state(),
+            // The character meter is the seed's teaching setup: its steps
+            // run on their size triggers, as the seed's do.
+            MeterChoice::Chars => None,
+        };
+        self.compactor.set_cache_state(cache);
         let mut summarizer = self.summarizer(cancel);
         let progress = self
             .compactor
@@ -206,5 +249,21 @@ async fn answer_summaries<T>(
                 needed.resume(answer)
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModelCalls;
+
+    #[test]
+    fn the_cache_is_unknown_before_the_first_request_and_warm_just_after() {
+        let mut calls = ModelCalls::default();
+        assert_eq!(calls.cache_state(), None);
+        calls.sent();
+        calls.sent();
+        let state = calls.cache_state().unwrap();
+        assert_eq!(state.calls_so_far, 2);
+        assert!(!state.cold());
     }
 }

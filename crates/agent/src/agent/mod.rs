@@ -66,6 +66,9 @@ pub struct Agent {
     logged_archived: usize,
     /// The checkpoint store, when the session saves the files.
     checkpoints: checkpoints::Checkpoints,
+    /// When the provider was last sent a request, and how many so far:
+    /// what the compactor's cache model is told (see `Agent::cache_state`).
+    model_calls: compaction::ModelCalls,
 }
 
 /// Tool results longer than this go into the session log by reference: the
@@ -118,6 +121,7 @@ impl Agent {
             last_transcript: None,
             logged_archived: 0,
             checkpoints: checkpoints::Checkpoints::default(),
+            model_calls: compaction::ModelCalls::default(),
         }
     }
 

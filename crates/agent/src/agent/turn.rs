@@ -189,6 +189,7 @@ impl Agent {
         request.reasoning = self.config.reasoning;
         request.cache_anchor = self.compactor.cache_anchor(&self.history);
         self.history.mark();
+        self.model_calls.sent();
         sink.on_event(AgentEvent::Waiting);
         let mut stream = tokio::select! {
             s = self.provider.stream(request) => s?,

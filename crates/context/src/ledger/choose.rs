@@ -7,11 +7,12 @@
 //! for the rest of the room: the files a tool used, most recently touched
 //! first; the newest commands; the newest errors; and the paths calls
 //! only mentioned, unless a kept command line shows them. A repeated
-//! command or error line is shown once.
+//! error line is shown once; a repeated command line once, its newest run
+//! with its exit status, and how many times it ran (`×14`).
 
 use super::render::{command_line, error_line, file_line};
 use super::{FileUse, Ledger};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The share of the room (1 in this many characters) the newest facts
 /// take first.
@@ -27,6 +28,8 @@ pub(super) struct Chosen {
     pub(super) errors: Vec<usize>,
     /// Mentioned paths not listed because a kept command line shows them.
     pub(super) covered: usize,
+    /// Runs of a kept command line besides the one shown: counted in it.
+    pub(super) grouped: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -38,12 +41,15 @@ enum Entry {
 
 /// What is chosen so far, and the lines shown (to show a repeat once).
 #[derive(Default)]
-struct Choice {
+struct Choice<'a> {
     files: BTreeSet<usize>,
     commands: Vec<usize>,
     errors: Vec<usize>,
-    /// Command and error lines shown, so that a repeat shows once.
+    /// Error lines shown, so that a repeat shows once.
     lines: BTreeSet<String>,
+    /// Command lines shown (without their exit status): a command run
+    /// again is shown once, with its count.
+    command_lines: HashSet<&'a str>,
 }
 
 impl Ledger {
@@ -51,6 +57,10 @@ impl Ledger {
     /// they take.
     pub(super) fn choose_within(&self, left: &mut usize) -> Chosen {
         let mut choice = Choice::default();
+        let mut runs: HashMap<&str, u32> = HashMap::new();
+        for c in &self.commands {
+            *runs.entry(c.line.as_str()).or_default() += 1;
+        }
 
         let mut newest: Vec<(u64, Entry)> = Vec::new();
         newest.extend(
@@ -78,6 +88,7 @@ impl Ledger {
             newest.into_iter().map(|(_, e)| e),
             &mut share_left,
             &mut choice,
+            &runs,
         );
         *left -= share - share_left;
 
@@ -92,11 +103,11 @@ impl Ledger {
             files.sort_by_key(|(last, _)| std::cmp::Reverse(*last));
             files.into_iter().map(|(_, i)| Entry::File(i))
         };
-        self.take_while_fits(by_recency(true), left, &mut choice);
+        self.take_while_fits(by_recency(true), left, &mut choice, &runs);
         let commands = (0..self.commands.len()).rev().map(Entry::Command);
-        self.take_while_fits(commands, left, &mut choice);
+        self.take_while_fits(commands, left, &mut choice, &runs);
         let errors = (0..self.errors.len()).rev().map(Entry::Error);
-        self.take_while_fits(errors, left, &mut choice);
+        self.take_while_fits(errors, left, &mut choice, &runs);
         let shown_in_commands = |f: &FileUse| {
             choice
                 .commands
@@ -109,8 +120,13 @@ impl Ledger {
             .collect();
         let mentioned =
             by_recency(false).filter(|e| !matches!(e, Entry::File(i) if covered.contains(i)));
-        self.take_while_fits(mentioned, left, &mut choice);
+        self.take_while_fits(mentioned, left, &mut choice, &runs);
 
+        let grouped = choice
+            .commands
+            .iter()
+            .map(|&c| runs[self.commands[c].line.as_str()] as usize - 1)
+            .sum();
         choice.commands.sort_unstable_by(|a, b| b.cmp(a));
         choice.errors.sort_unstable_by(|a, b| b.cmp(a));
         Chosen {
@@ -118,27 +134,38 @@ impl Ledger {
             commands: choice.commands,
             errors: choice.errors,
             covered: covered.len(),
+            grouped,
         }
     }
 
     /// Chooses `entries` in order while their lines fit in `left`; one
     /// already chosen, or a line already shown, is passed over.
-    fn take_while_fits(
-        &self,
+    fn take_while_fits<'a>(
+        &'a self,
         entries: impl Iterator<Item = Entry>,
         left: &mut usize,
-        choice: &mut Choice,
+        choice: &mut Choice<'a>,
+        runs: &HashMap<&str, u32>,
     ) {
         for entry in entries {
             let line = match entry {
                 Entry::File(i) if choice.files.contains(&i) => continue,
-                Entry::Command(i) if choice.commands.contains(&i) => continue,
+                Entry::Command(i)
+                    if choice
+                        .command_lines
+                        .contains(self.commands[i].line.as_str()) =>
+                {
+                    continue;
+                }
                 Entry::Error(i) if choice.errors.contains(&i) => continue,
                 Entry::File(i) => file_line(&self.files[i]),
-                Entry::Command(i) => command_line(&self.commands[i]),
+                Entry::Command(i) => {
+                    let c = &self.commands[i];
+                    command_line(c, runs.get(c.line.as_str()).copied().unwrap_or(1))
+                }
                 Entry::Error(i) => error_line(&self.errors[i]),
             };
-            let repeat = !matches!(entry, Entry::File(_)) && choice.lines.contains(&line);
+            let repeat = matches!(entry, Entry::Error(_)) && choice.lines.contains(&line);
             if repeat {
                 continue;
             }
@@ -152,7 +179,7 @@ impl Ledger {
                 }
                 Entry::Command(i) => {
                     choice.commands.push(i);
-                    choice.lines.insert(line);
+                    choice.command_lines.insert(self.commands[i].line.as_str());
                 }
                 Entry::Error(i) => {
                     choice.errors.push(i);

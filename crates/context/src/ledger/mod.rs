@@ -16,8 +16,10 @@
 
 mod choose;
 mod command_paths;
+mod memo;
 mod render;
 
+pub(crate) use memo::LedgerMemo;
 pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
 
 use crate::first_line;
@@ -136,7 +138,9 @@ impl Ledger {
 
     /// The ledger of what `messages` hold outside the ledgers of their
     /// compaction markers: what a summarizer that reads those markers in
-    /// the messages themselves has not seen in a ledger yet.
+    /// the messages themselves has not seen in a ledger yet. (The pipeline
+    /// keeps it up to date in the history instead: `LedgerMemo`.)
+    #[cfg(test)]
     pub(crate) fn since_markers(messages: &[Message], transcript: Option<&str>) -> Ledger {
         Ledger::recorded(messages, transcript, false)
     }
@@ -258,7 +262,7 @@ impl Ledger {
 }
 
 /// Remembers which tool call each result answers while messages are read.
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 struct Recorder {
     /// tool_use id -> index of its command in the ledger.
     command_of: HashMap<String, usize>,

@@ -104,7 +104,9 @@ impl Ledger {
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
             for &i in &kept.commands {
-                out.push_str(&command_line(&self.commands[i]));
+                let c = &self.commands[i];
+                let runs = self.commands.iter().filter(|o| o.line == c.line).count();
+                out.push_str(&command_line(c, runs as u32));
             }
         }
         if !kept.errors.is_empty() {
@@ -116,7 +118,7 @@ impl Ledger {
         out.push_str(&places);
         let mut omitted = self.omitted.clone();
         omitted.files += self.files.len() - kept.files.len() - kept.covered;
-        omitted.commands += self.commands.len() - kept.commands.len();
+        omitted.commands += self.commands.len() - kept.commands.len() - kept.grouped;
         omitted.errors += self.errors.len() - kept.errors.len();
         if !omitted.is_empty() {
             // A place named above (or by the marker) is not repeated.
@@ -179,14 +181,54 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
     out
 }
 
+/// `- PATH (Read ×3, Edit)`: a use once is its tool alone.
 pub(super) fn file_line(f: &FileUse) -> String {
-    let uses: Vec<String> = f.uses.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    let uses: Vec<String> = f
+        .uses
+        .iter()
+        .map(|(t, n)| match n {
+            1 => t.clone(),
+            n => format!("{t} ×{n}"),
+        })
+        .collect();
     format!("- {} ({})\n", controls_to_spaces(&f.path), uses.join(", "))
 }
 
-pub(super) fn command_line(c: &CommandRun) -> String {
-    let exit = c.exit.as_deref().unwrap_or("?");
-    format!("- [exit {exit}] {}\n", c.line)
+/// A command's line with its (newest) exit status, and how many times it
+/// ran when more than once: `- [exit 0] cargo test -p x ×14`.
+pub(super) fn command_line(c: &CommandRun, runs: u32) -> String {
+    // An unknown exit status (another agent's log) is not shown, unless the
+    // line itself begins like one, so that reading it back stays exact.
+    let exit = match c.exit.as_deref() {
+        Some(e) => format!("[exit {e}] "),
+        None if c.line.starts_with(EXIT_OPEN) => format!("{EXIT_OPEN}?] "),
+        None => String::new(),
+    };
+    // A line that itself ends like a count gets its count, so that reading
+    // it back takes off only that.
+    if runs > 1 || runs_suffix(&c.line).is_some() {
+        format!("- {exit}{}{RUNS}{runs}\n", c.line)
+    } else {
+        format!("- {exit}{}\n", c.line)
+    }
+}
+
+/// How a command's exit status opens its line.
+const EXIT_OPEN: &str = "[exit ";
+
+/// Between a grouped command's line and its count.
+const RUNS: &str = " ×";
+/// The most runs a grouped line read back stands for (a marker edited by
+/// hand cannot make the ledger huge).
+const MAX_RUNS: usize = 10_000;
+
+/// A command line's trailing ` ×N` count, split off: `(line, N)`.
+fn runs_suffix(line: &str) -> Option<(&str, usize)> {
+    let (l, n) = line.rsplit_once(RUNS)?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((l, n.parse::<usize>().unwrap_or(1).clamp(1, MAX_RUNS)))
 }
 
 pub(super) fn error_line(e: &ErrorLine) -> String {
@@ -296,18 +338,20 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             FILES => {
                 if let Some((path, uses)) = entry.rsplit_once(" (") {
                     for u in uses.trim_end_matches(')').split(", ") {
-                        if let Some((tool, n)) = u.rsplit_once(" ×") {
-                            ledger.touch(path, tool, n.parse().unwrap_or(1));
+                        match u.rsplit_once(" ×") {
+                            Some((tool, n)) => ledger.touch(path, tool, n.parse().unwrap_or(1)),
+                            None => ledger.touch(path, u, 1),
                         }
                     }
                 }
             }
             COMMANDS => {
                 let (exit, line) = entry
-                    .strip_prefix("[exit ")
+                    .strip_prefix(EXIT_OPEN)
                     .and_then(|r| r.split_once("] "))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
-                commands.push((line.to_owned(), exit.map(str::to_owned)));
+                let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
+                commands.push((line.to_owned(), exit.map(str::to_owned), runs));
             }
             ERRORS => errors.push(entry.to_owned()),
             PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
@@ -324,7 +368,12 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
         }
     }
     // Shown newest first; recorded oldest first, after the files.
-    for (line, exit) in commands.into_iter().rev() {
+    // A grouped line stands for its runs: all of them are recorded again,
+    // the newest with the exit status shown, so the count carries over.
+    for (line, exit, runs) in commands.into_iter().rev() {
+        for _ in 1..runs {
+            ledger.push_command(line.clone(), None);
+        }
         ledger.push_command(line, exit);
     }
     for line in errors.into_iter().rev() {

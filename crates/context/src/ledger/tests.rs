@@ -79,11 +79,11 @@ fn a_session_is_recorded() {
     );
     let text = ledger.render(100_000, None);
     assert!(
-        text.contains("- src/parse.rs (read_file ×1, bash ×1, edit_file ×1)"),
+        text.contains("- src/parse.rs (read_file, bash, edit_file)"),
         "{text}"
     );
     assert!(text.contains("- [exit 101] sed -i"), "{text}");
-    assert!(text.contains("- [exit ?] cat big.log"), "{text}");
+    assert!(text.contains("- cat big.log\n"), "{text}");
     assert!(text.contains("- bash: error[E0425]: x"), "{text}");
     assert!(text.contains("- [in_progress] fix parse"), "{text}");
     assert!(
@@ -143,7 +143,7 @@ fn a_second_compaction_carries_the_first_ledger() {
     assert_eq!(ledger.command_lines().count(), 2);
     let text = ledger.render(100_000, None);
     assert!(
-        text.contains("- src/parse.rs (read_file ×1, bash ×1, edit_file ×1)"),
+        text.contains("- src/parse.rs (read_file, bash, edit_file)"),
         "{text}"
     );
     assert!(text.contains("- [exit 101] sed"), "{text}");
@@ -329,4 +329,179 @@ fn other_agents_tools_are_read_too() {
         ["/repo/src/app.ts", "src/x.py"]
     );
     assert!(ledger.render(10_000, None).contains("- [pending] a"));
+}
+
+#[test]
+fn a_repeated_command_shows_once_with_its_count_and_newest_exit() {
+    let mut messages = many_commands(14, |_| "cargo test -p x".into());
+    messages.push(call("last", "bash", json!({"command": "cargo test -p x"})));
+    messages.push(result("last", "[exit code: 101]", true));
+    messages.extend(many_commands(1, |_| "echo 3 ×2".into()).into_iter().skip(1));
+    let ledger = Ledger::of(&messages, None);
+    let rendered = ledger.render(100_000, None);
+    assert!(
+        rendered.contains("- [exit 101] cargo test -p x ×15\n"),
+        "{rendered}"
+    );
+    assert_eq!(rendered.matches("cargo test -p x").count(), 1, "{rendered}");
+    // A line that ends like a count keeps its own words.
+    assert!(rendered.contains("- [exit 0] echo 3 ×2 ×1\n"), "{rendered}");
+    assert!(!rendered.contains(NOT_SHOWN_FOR_TESTS), "{rendered}");
+    let marker = compacted_message(
+        COMPACTED_HEADER,
+        "go on",
+        "prose",
+        Path::new("/t"),
+        &rendered,
+    );
+    let again = Ledger::of(std::slice::from_ref(&marker), None);
+    assert_eq!(again.command_lines().count(), 16);
+    assert_eq!(again.render(100_000, Some("/t")), rendered);
+}
+
+const NOT_SHOWN_FOR_TESTS: &str = "## Not shown";
+
+mod incremental {
+    use super::*;
+    use crate::History;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Push(Message),
+        /// A marker with the ledger of the history so far replaces messages `a..b` (as fractions).
+        Compact(u8, u8),
+        /// A result's content is replaced (micro_compact).
+        Placeholder(u8),
+        Pop,
+        /// The ledger of `from..` (as a fraction), with or without markers' ledgers.
+        Ask(u8, bool, bool),
+    }
+
+    pub(super) fn message() -> impl Strategy<Value = Message> {
+        let id = (0..6u8).prop_map(|i| format!("t{i}"));
+        prop_oneof![
+            "[a-z ]{1,30}".prop_map(Message::user),
+            (
+                id.clone(),
+                prop::sample::select(vec![
+                    "cargo test -p x",
+                    "cat src/a.rs",
+                    "ls crates/context/src",
+                    "cargo build ×3",
+                ])
+            )
+                .prop_map(|(id, c)| call(&id, "bash", json!({"command": c}))),
+            (
+                id.clone(),
+                prop::sample::select(vec!["src/a.rs", "src/b.rs", "README.md"])
+            )
+                .prop_map(|(id, p)| call(&id, "read_file", json!({"path": p}))),
+            (id.clone(), "[a-z ]{0,20}").prop_map(|(id, t)| call(
+                &id,
+                "todo_write",
+                json!({"todos": [{"content": t, "status": "pending"}]})
+            )),
+            (id, any::<bool>(), 0..3u8).prop_map(|(id, err, code)| result(
+                &id,
+                &format!("out\n[exit code: {code}]"),
+                err
+            )),
+            Just(Message::assistant("thinking")),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => message().prop_map(Op::Push),
+            1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Compact(a, b)),
+            1 => any::<u8>().prop_map(Op::Placeholder),
+            1 => Just(Op::Pop),
+            3 => (any::<u8>(), any::<bool>(), any::<bool>()).prop_map(|(f, c, t)| Op::Ask(f, c, t)),
+        ]
+    }
+
+    fn at(fraction: u8, len: usize) -> usize {
+        fraction as usize * len / 255
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The ledger kept up to date in the history is, at every point,
+        /// the one rebuilt from its messages, and renders byte for byte
+        /// the same at any budget.
+        #[test]
+        fn incremental_is_the_rebuild(ops in prop::collection::vec(op(), 1..60), budget in 200usize..6_000) {
+            let mut history = History::default();
+            for op in ops {
+                match op {
+                    Op::Push(m) => history.push(m),
+                    Op::Compact(a, b) => {
+                        let len = history.len();
+                        let (a, b) = (at(a.min(b), len), at(a.max(b), len));
+                        let rendered = Ledger::of(&history.messages()[a..b], Some("/t.jsonl"))
+                            .render(budget, Some("/t.jsonl"));
+                        let marker = compacted_message(
+                            COMPACTED_HEADER, "go on", "prose", Path::new("/t.jsonl"), &rendered,
+                        );
+                        history.splice(a..b, vec![marker]);
+                    }
+                    Op::Placeholder(k) => {
+                        let refs = history.tool_result_refs();
+                        if !refs.is_empty() {
+                            let r = refs[k as usize % refs.len()];
+                            history.set_tool_result_content(r, "[Earlier tool result saved at /x]".into());
+                        }
+                    }
+                    Op::Pop => {
+                        history.pop();
+                    }
+                    Op::Ask(from, carry, named) => {
+                        let len = history.len();
+                        let from = at(from, len);
+                        let t = named.then_some("/t.jsonl");
+                        let kept = history.ledger_of(from..len, t, carry).clone();
+                        let messages = &history.messages()[from..];
+                        let rebuilt = if carry {
+                            Ledger::of(messages, t)
+                        } else {
+                            Ledger::since_markers(messages, t)
+                        };
+                        prop_assert_eq!(kept.render(budget, t), rebuilt.render(budget, t));
+                        prop_assert_eq!(kept, rebuilt);
+                    }
+                }
+            }
+        }
+    }
+}
+
+use incremental::message as incremental_messages;
+
+mod budget {
+    use super::incremental_messages as messages;
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// At any budget (any window's 2%), the rendered ledger stays
+        /// within it once the person's messages are paid for, and names
+        /// every one of them.
+        #[test]
+        fn the_ledger_keeps_its_budget_and_every_person_message(
+            history in prop::collection::vec(messages(), 1..120),
+            budget in 1_500usize..80_000,
+        ) {
+            let ledger = Ledger::of(&history, Some("/t.jsonl"));
+            let rendered = ledger.render(budget, Some("/t.jsonl"));
+            let person: usize = ledger.person_messages().map(|p| p.len() + 3).sum();
+            prop_assert!(rendered.len() <= budget + person, "{} > {budget} + {person}", rendered.len());
+            for p in ledger.person_messages() {
+                prop_assert!(rendered.contains(p), "{p:?} not in {rendered}");
+            }
+        }
+    }
 }

@@ -6,6 +6,8 @@
 //! [`Summarizer`].
 
 use super::Ctx;
+use super::cache_gate::{micro_compact_cached, snip_compact_cached};
+use super::cache_model::CacheState;
 use super::progress::Progress;
 use super::report::{StepReport, Trigger};
 use super::summary::{start_compact_history, start_reactive_compact};
@@ -51,6 +53,8 @@ pub struct Compactor {
     store: Store,
     meter: Box<dyn Meter + Send>,
     consecutive_over_limit: u32,
+    /// What the caller said of the provider's cache for the next call.
+    cache: Option<CacheState>,
 }
 
 impl Compactor {
@@ -61,7 +65,21 @@ impl Compactor {
             store,
             meter,
             consecutive_over_limit: 0,
+            cache: None,
         }
+    }
+
+    /// What the provider's cache holds before the next call (see
+    /// [`CacheState`]): the prefix-rewriting steps then run only when the
+    /// window forces them, the cache is cold, or the rewrite pays. `None`
+    /// (the default): they run on their size triggers alone.
+    pub fn set_cache_state(&mut self, cache: Option<CacheState>) {
+        self.cache = cache;
+    }
+
+    /// The cache state given for the next call, if any.
+    pub fn cache_state(&self) -> Option<&CacheState> {
+        self.cache.as_ref()
     }
 
     /// The thresholds every step decides by.
@@ -128,18 +146,26 @@ impl Compactor {
         history: &'a mut History,
         request: &str,
     ) -> Progress<'a, PrepareOutcome> {
+        self.keep_ledger(history);
         let cx = self.ctx();
         let before = cx.measure(history);
         let mut reports = Vec::new();
+        let cache = self.cache;
         reports.extend(tool_result_budget(history, &cx));
-        reports.extend(snip_compact(history, &cx));
+        reports.extend(match &cache {
+            Some(c) => snip_compact_cached(history, &cx, c),
+            None => snip_compact(history, &cx),
+        });
         let limit = cx.limits.context_limit;
         // When replacing results cannot reach the limit, summarize the history
         // as it is: the summarizer sees every result, and the provider's
         // cached prefix (the previous request) still matches it.
         let summarize_first = cx.measure(history) > limit && tidy_floor(history, &cx) > limit;
         if !summarize_first {
-            reports.extend(micro_compact(history, &cx));
+            reports.extend(match &cache {
+                Some(c) => micro_compact_cached(history, &cx, c),
+                None => micro_compact(history, &cx),
+            });
             reports.extend(fit_tool_results(history, &cx));
         }
         if cx.measure(history) <= limit {
@@ -158,6 +184,24 @@ impl Compactor {
             c.finish_prepare(h, before, reports)
         };
         Progress::after_step(self, history, step, Box::new(then))
+    }
+
+    /// Records the facts of the messages appended since the last call into
+    /// the history's ledgers (see `LedgerMemo`), so that the cost of
+    /// keeping the ledger is paid a message at a time, and a compaction
+    /// renders it rather than reading the whole history.
+    ///
+    /// Not with snip_compact on: it edits the history near its head every
+    /// few calls, and a ledger of the whole would be rebuilt as often; it
+    /// keeps the ledger of the middle it archives instead.
+    fn keep_ledger(&self, history: &mut History) {
+        if self.limits.ledger_tokens == 0 || self.limits.max_messages.is_some() {
+            return;
+        }
+        let place = self.store.transcript_path().display().to_string();
+        let all = 0..history.len();
+        history.ledger_of(all.clone(), Some(&place), true);
+        history.ledger_of(all, Some(&place), false);
     }
 
     /// Measures the result of prepare and counts it if it is still over the limit.

@@ -11,13 +11,22 @@
 //! it was. [`Compactor::prepare`] runs the steps in their fixed order before
 //! every model call; the summarizing steps stop at a [`SummaryNeeded`] for
 //! the caller to answer.
+//!
+//! The steps that rewrite what the provider has cached (snip_compact,
+//! micro_compact) run on their size triggers alone unless the caller gives
+//! the compactor a [`CacheState`] ([`Compactor::set_cache_state`]); with
+//! one, each runs only when the window forces it, when the cache is cold
+//! anyway, or when the cost model in [`CacheState`] says it pays.
 
+mod cache_gate;
+mod cache_model;
 mod compactor;
 mod progress;
 mod report;
 mod summary;
 mod tidy;
 
+pub use cache_model::{CachePrices, CacheState, MAX_EXPECTED_CALLS, Rewrite, Verdict};
 pub use compactor::{Compactor, PrepareOutcome};
 pub use progress::{Progress, SummaryNeeded};
 pub use report::{Outcome, Step, StepError, StepReport, Trigger};

@@ -57,6 +57,12 @@ pub enum Trigger {
     Requested,
     /// The provider rejected the request as too long.
     Overflow,
+    /// The provider's cache had expired (idle past its TTL): rewriting the
+    /// prefix cost nothing extra (see `CacheState`).
+    CacheCold,
+    /// The cache model said the rewrite saves more over the expected rest
+    /// of the session than it costs (see `CacheState`).
+    RewritePays,
 }
 
 impl Trigger {
@@ -68,6 +74,8 @@ impl Trigger {
             Trigger::OverLimit => "over_limit",
             Trigger::Requested => "requested",
             Trigger::Overflow => "overflow",
+            Trigger::CacheCold => "cache_cold",
+            Trigger::RewritePays => "rewrite_pays",
         }
     }
 }

@@ -11,7 +11,7 @@ use super::Ctx;
 use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
-use crate::ledger::{Ledger, ledger_section};
+use crate::ledger::ledger_section;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
@@ -186,12 +186,16 @@ impl PendingSummary {
                 return StepProgress::Done(report);
             }
         };
-        let messages = &history.messages()[..end];
         report.paths.push(transcript.clone());
         let place = transcript.display().to_string();
         let budget = cx.ledger_chars(history);
-        let ledger = Ledger::of(messages, Some(&place)).render(budget, Some(&place));
-        let new_facts = Ledger::since_markers(messages, Some(&place)).render(budget, Some(&place));
+        let ledger = history
+            .ledger_of(0..end, Some(&place), true)
+            .render(budget, Some(&place));
+        let new_facts = history
+            .ledger_of(0..end, Some(&place), false)
+            .render(budget, Some(&place));
+        let messages = &history.messages()[..end];
         let input = if in_place {
             InputForm::InPlace
         } else {

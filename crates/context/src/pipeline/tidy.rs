@@ -3,10 +3,10 @@
 use super::Ctx;
 use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
-use crate::ledger::Ledger;
 use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::{Block, Role};
+use std::ops::Range;
 use std::path::PathBuf;
 use whittle_store::{
     ArchivedSpan, Preview, Store, StoreError, looks_saved, persisted_output, saved_placeholder,
@@ -86,19 +86,11 @@ pub fn tool_result_budget(history: &mut History, cx: &Ctx) -> Option<StepReport>
 /// order): each snip writes only what it newly archives. A middle that is
 /// only an earlier marker is left alone.
 pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
-    let max = cx.limits.max_messages?;
-    if history.len() <= max {
-        return None;
-    }
+    let Range {
+        start: head_end,
+        end: tail_start,
+    } = snip_span(history, cx)?;
     let messages = history.messages();
-    let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
-    let tail_start = safe_cut_at_or_before(
-        messages,
-        messages.len().saturating_sub(cx.limits.snip_keep_tail),
-    );
-    if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
-        return None;
-    }
     let mut report = StepReport::new(
         Step::SnipCompact,
         Trigger::TooManyMessages,
@@ -128,9 +120,10 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let lines =
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     let transcript = span.path.display().to_string();
-    let middle = &history.messages()[head_end..tail_start];
-    let ledger =
-        Ledger::of(middle, Some(&transcript)).render(cx.ledger_chars(history), Some(&transcript));
+    let budget = cx.ledger_chars(history);
+    let ledger = history
+        .ledger_of(head_end..tail_start, Some(&transcript), true)
+        .render(budget, Some(&transcript));
     let marker = archive_marker(count, &span.path, lines, &ledger);
     if marker.chars() >= removed_chars {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
@@ -142,6 +135,24 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     report.outcome = Outcome::Applied;
     report.after = cx.measure(history);
     Some(report)
+}
+
+/// The middle snip_compact would archive now, if its trigger holds.
+pub(super) fn snip_span(history: &History, cx: &Ctx) -> Option<Range<usize>> {
+    let max = cx.limits.max_messages?;
+    if history.len() <= max {
+        return None;
+    }
+    let messages = history.messages();
+    let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
+    let tail_start = safe_cut_at_or_before(
+        messages,
+        messages.len().saturating_sub(cx.limits.snip_keep_tail),
+    );
+    if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
+        return None;
+    }
+    Some(head_end..tail_start)
 }
 
 /// Appends `history.messages()[archived..end]` to the transcript and moves
@@ -168,10 +179,20 @@ pub(super) fn archive_through(
 /// nothing if it could not free `clear_at_least` in all: a small gain is not
 /// worth rewriting the provider's cached prefix.
 pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
-    let before = cx.measure(history);
-    if before <= cx.limits.context_limit {
+    if cx.measure(history) <= cx.limits.context_limit {
         return None;
     }
+    micro_compact_now(history, cx, Trigger::OverLimit)
+}
+
+/// Results micro_compact may replace: already seen, not among the newest
+/// `keep_recent_results`, above the placeholder floor, not placeholders
+/// yet; each with where it is saved already, if it is. Also a
+/// conservative guess of the characters replacing them all frees.
+pub(super) fn micro_candidates(
+    history: &History,
+    cx: &Ctx,
+) -> (Vec<(BlockRef, Option<PathBuf>)>, usize) {
     // Results after the newest assistant message have not been seen yet.
     let seen_before = history.last_assistant_index().unwrap_or(0);
     let refs = history.tool_result_refs();
@@ -200,12 +221,48 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         freeable += chars.saturating_sub(200);
         candidates.push((at, saved));
     }
-    let mut report = StepReport::new(
-        Step::MicroCompact,
-        Trigger::OverLimit,
-        before,
-        cx.meter.unit(),
-    );
+    (candidates, freeable)
+}
+
+/// What replacing every result [`micro_candidates`] would find frees, by
+/// text alone: the first message it would change and the characters freed.
+/// No file is looked at (deciding whether to act runs before every call;
+/// acting checks each result against the store), so a result that only
+/// looks like a placeholder counts as one.
+pub(super) fn micro_estimate(history: &History, cx: &Ctx) -> Option<(usize, usize)> {
+    let seen_before = history.last_assistant_index().unwrap_or(0);
+    let refs = history.tool_result_refs();
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
+    let mut first = None;
+    let mut freeable = 0usize;
+    for at in refs[..protected_from].iter().copied() {
+        if at.message >= seen_before {
+            break;
+        }
+        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
+            continue;
+        };
+        let chars = result.content_chars();
+        // A placeholder is about 200 characters: one is not replaced again.
+        if chars <= cx.limits.placeholder_floor_chars || (chars <= 300 && looks_saved(result)) {
+            continue;
+        }
+        freeable += chars.saturating_sub(200);
+        first.get_or_insert(at.message);
+    }
+    first.map(|f| (f, freeable))
+}
+
+/// micro_compact whatever the size, for `trigger`: the work down to the
+/// target once the caller has decided it should run.
+pub(super) fn micro_compact_now(
+    history: &mut History,
+    cx: &Ctx,
+    trigger: Trigger,
+) -> Option<StepReport> {
+    let before = cx.measure(history);
+    let (candidates, freeable) = micro_candidates(history, cx);
+    let mut report = StepReport::new(Step::MicroCompact, trigger, before, cx.meter.unit());
     if candidates.is_empty() {
         return None;
     }

@@ -1,0 +1,93 @@
+//! The prefix-rewriting steps behind the cache model: each runs when the
+//! window forces it (over the context limit), when the cache is cold
+//! anyway, or when [`CacheState::verdict`] says the rewrite pays; see
+//! `cache_model` for the model.
+
+use super::Ctx;
+use super::cache_model::{CacheState, Rewrite, Verdict};
+use super::report::{StepReport, Trigger};
+use super::tidy::{micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span};
+use crate::history::History;
+use crate::limits::Limits;
+
+/// The size (meter units) of `history.messages()[..end]`.
+fn units_before(history: &History, cx: &Ctx, end: usize) -> u64 {
+    let chars = history.chars().saturating_sub(history.chars_from(end));
+    cx.meter.chars_to_units(chars)
+}
+
+/// The rewrite of messages `first_changed..` that frees `freed_chars`.
+fn rewrite(history: &History, cx: &Ctx, first_changed: usize, freed_chars: usize) -> Rewrite {
+    let unchanged = history.unchanged_prefix();
+    Rewrite {
+        cached: units_before(history, cx, unchanged),
+        kept: units_before(history, cx, first_changed.min(unchanged)),
+        freed: cx.meter.chars_to_units(freed_chars),
+        extra: 0.0,
+    }
+}
+
+/// The trigger a verdict gives a step, if it lets the step run.
+fn trigger_of(verdict: Verdict) -> Option<Trigger> {
+    match verdict {
+        Verdict::Cold => Some(Trigger::CacheCold),
+        Verdict::Pays => Some(Trigger::RewritePays),
+        Verdict::DoesNotPay => None,
+    }
+}
+
+/// snip_compact under the cache model: over the limit as always; else only
+/// when cold or when archiving the middle pays.
+pub(super) fn snip_compact_cached(
+    history: &mut History,
+    cx: &Ctx,
+    cache: &CacheState,
+) -> Option<StepReport> {
+    if cx.measure(history) > cx.limits.context_limit {
+        return snip_compact(history, cx);
+    }
+    let span = snip_span(history, cx)?;
+    let removed: usize = history.messages()[span.clone()]
+        .iter()
+        .map(|m| m.chars())
+        .sum();
+    // The marker keeps the ledger and a line naming the transcript.
+    let freed = removed.saturating_sub(cx.ledger_chars(history) + 400);
+    let trigger = trigger_of(cache.verdict(rewrite(history, cx, span.start, freed)))?;
+    let mut report = snip_compact(history, cx)?;
+    report.trigger = trigger;
+    Some(report)
+}
+
+/// micro_compact under the cache model. When the cache is cold, every old
+/// result is replaced (the whole request is written anyway); over the
+/// limit, results are replaced down to the target as always; under it
+/// with a warm cache, every old result is replaced if that pays, else none.
+pub(super) fn micro_compact_cached(
+    history: &mut History,
+    cx: &Ctx,
+    cache: &CacheState,
+) -> Option<StepReport> {
+    let clear_all = Limits {
+        context_limit: 0,
+        target: 0,
+        clear_at_least: 0,
+        ..cx.limits.clone()
+    };
+    let all = Ctx {
+        limits: &clear_all,
+        ..*cx
+    };
+    let over = cx.measure(history) > cx.limits.context_limit;
+    if over && !cache.cold() {
+        return micro_compact(history, cx);
+    }
+    let Some((first, freeable)) = micro_estimate(history, &all) else {
+        return over.then(|| micro_compact(history, cx)).flatten();
+    };
+    match trigger_of(cache.verdict(rewrite(history, cx, first, freeable))) {
+        Some(trigger) => micro_compact_now(history, &all, trigger),
+        None if over => micro_compact(history, cx),
+        None => None,
+    }
+}

@@ -1,0 +1,231 @@
+//! When rewriting the cached prefix pays: the cost model the pipeline's
+//! prefix-rewriting steps decide by.
+//!
+//! A provider with prompt caching (Anthropic's, and most others' by now)
+//! bills the part of a request that repeats the previous request's prefix
+//! as a *cache read*, much cheaper than input, and the part after it as a
+//! *cache write*, dearer than input. A step that edits an old message
+//! (micro_compact, snip_compact, a summary) makes everything from that
+//! message on a write again, once; every later call then reads a shorter
+//! history. It is worth it when the reads saved over the rest of the
+//! session exceed the rewrite.
+//!
+//! The model, with every price as a multiple of uncached input (so that
+//! only ratios matter and a character meter works as well as a token one):
+//!
+//! - `r`: a cache read (Anthropic: 0.1), `w`: a cache write (1.25 for the
+//!   5-minute cache, 2.0 for the 1-hour one), `o`: output (5.0);
+//! - `ttl`: how long the provider keeps the prefix after the last call that
+//!   used it (5 minutes, or an hour); `idle`: the time since that call;
+//! - `N`: the calls expected in the rest of the session, this one
+//!   included, estimated from the session so far as half the calls made so
+//!   far (a session that has run k calls is taken to be between halfway
+//!   and done: the rewrite must pay back within the shorter future), at
+//!   least 1 and at most [`MAX_EXPECTED_CALLS`];
+//! - `C`: the size of the prefix the provider holds (the messages unchanged
+//!   since the previous request); `P ≤ C`: the size before the first
+//!   message the step would change; `S`: the size the step frees; `X`: any
+//!   extra the step costs (a summary call: its input as a cache read and
+//!   its answer as output).
+//!
+//! When the cache is warm (`idle ≤ ttl`), leaving the prefix costs
+//! `N·r·C` in reads of that part; rewriting costs `r·P + w·(C − P − S)` on
+//! the next call, `(N − 1)·r·(C − S)` on the later ones, and `X`. The step
+//! pays when
+//!
+//! ```text
+//! (N − 1)·r·S + r·(C − P)  >  w·(C − P − S) + X
+//! ```
+//!
+//! When the cache is cold (`idle > ttl`, or nothing was sent yet) the whole
+//! request is a write whatever the step does, so freeing `S` saves
+//! `w·S + (N − 1)·r·S`, and any step without extra cost pays.
+//!
+//! Parts past the cached prefix (the messages appended since the previous
+//! request) are written in either case and do not enter the comparison.
+//! The pipeline is given a [`CacheState`] by its caller before each call
+//! (the agent knows when it last called its provider and at what prices;
+//! replay knows the recorded timestamps and its price table); without
+//! one, every step runs on its size trigger alone, as it always has.
+
+/// The most calls the model expects the rest of a session to make: a
+/// long session's past is a weak promise of an equally long future.
+pub const MAX_EXPECTED_CALLS: u64 = 32;
+
+/// Prices as multiples of uncached input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CachePrices {
+    /// A cache read (`r`).
+    pub read: f64,
+    /// A cache write (`w`).
+    pub write: f64,
+    /// An output token (`o`).
+    pub output: f64,
+}
+
+impl CachePrices {
+    /// Anthropic's list prices for the 5-minute cache: read 0.1×, write
+    /// 1.25×, output 5× input.
+    pub const ANTHROPIC_5M: CachePrices = CachePrices {
+        read: 0.1,
+        write: 1.25,
+        output: 5.0,
+    };
+}
+
+/// What the pipeline knows of the provider's cache before one model call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheState {
+    /// The prices.
+    pub prices: CachePrices,
+    /// How long the provider keeps a prefix after the call that used it, ms.
+    pub ttl_ms: u64,
+    /// Milliseconds since the previous model call of this session; `None`
+    /// when there was none (or when is unknown): then nothing is cached.
+    pub idle_ms: Option<u64>,
+    /// Model calls this session has made so far.
+    pub calls_so_far: u64,
+}
+
+/// The sizes of one rewrite, in the meter's unit (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rewrite {
+    /// `C`: the size of the prefix the provider holds.
+    pub cached: u64,
+    /// `P`: the size before the first message the step changes.
+    pub kept: u64,
+    /// `S`: the size the step frees.
+    pub freed: u64,
+    /// `X`: what the step costs besides the rewrite, in input-size units.
+    pub extra: f64,
+}
+
+/// Why a prefix-rewriting step may run on this call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The cache is cold anyway: any shrinking is free.
+    Cold,
+    /// The cache is warm and the model says the rewrite pays.
+    Pays,
+    /// The cache is warm and the rewrite would cost more than it saves.
+    DoesNotPay,
+}
+
+impl CacheState {
+    /// Whether the provider has nothing of this session cached: no call
+    /// yet, or the last one longer ago than the TTL.
+    pub fn cold(&self) -> bool {
+        self.idle_ms.is_none_or(|idle| idle > self.ttl_ms)
+    }
+
+    /// `N`: the calls expected from now to the end of the session, this
+    /// one included.
+    pub fn expected_calls(&self) -> u64 {
+        self.calls_so_far.div_ceil(2).clamp(1, MAX_EXPECTED_CALLS)
+    }
+
+    /// The modelled saving of `rewrite` over the rest of the session, in
+    /// input-size units; positive when it pays.
+    pub fn net_saving(&self, rewrite: Rewrite) -> f64 {
+        let CachePrices { read, write, .. } = self.prices;
+        let n = self.expected_calls() as f64;
+        let freed = rewrite.freed as f64;
+        if self.cold() {
+            return write * freed + (n - 1.0) * read * freed - rewrite.extra;
+        }
+        let cached = rewrite.cached as f64;
+        let kept = (rewrite.kept as f64).min(cached);
+        let rewritten = (cached - kept - freed).max(0.0);
+        (n - 1.0) * read * freed + read * (cached - kept) - write * rewritten - rewrite.extra
+    }
+
+    /// Whether `rewrite` may run now, and why.
+    pub fn verdict(&self, rewrite: Rewrite) -> Verdict {
+        if rewrite.freed == 0 {
+            return Verdict::DoesNotPay;
+        }
+        let pays = self.net_saving(rewrite) > 0.0;
+        match (self.cold(), pays) {
+            (true, true) => Verdict::Cold,
+            (false, true) => Verdict::Pays,
+            (_, false) => Verdict::DoesNotPay,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warm(calls: u64) -> CacheState {
+        CacheState {
+            prices: CachePrices::ANTHROPIC_5M,
+            ttl_ms: 300_000,
+            idle_ms: Some(10_000),
+            calls_so_far: calls,
+        }
+    }
+
+    #[test]
+    fn idle_past_the_ttl_is_cold_and_any_free_step_pays() {
+        let cold = CacheState {
+            idle_ms: Some(300_001),
+            ..warm(1)
+        };
+        assert!(cold.cold());
+        assert!(
+            CacheState {
+                idle_ms: None,
+                ..warm(1)
+            }
+            .cold()
+        );
+        assert!(!warm(1).cold());
+        let small = Rewrite {
+            cached: 100_000,
+            kept: 0,
+            freed: 10,
+            extra: 0.0,
+        };
+        assert_eq!(cold.verdict(small), Verdict::Cold);
+        assert_eq!(warm(1).verdict(small), Verdict::DoesNotPay);
+    }
+
+    #[test]
+    fn a_warm_rewrite_pays_only_over_enough_calls() {
+        // 100k cached, the first 20k kept, 40k freed: pays when
+        // 0.1·40k·(N−1) + 0.1·80k > 1.25·40k, i.e. N − 1 > 10.5; N is
+        // half the calls so far.
+        let r = Rewrite {
+            cached: 100_000,
+            kept: 20_000,
+            freed: 40_000,
+            extra: 0.0,
+        };
+        assert_eq!(warm(22).verdict(r), Verdict::DoesNotPay);
+        assert_eq!(warm(23).verdict(r), Verdict::Pays);
+        // The cap: a thousand calls so far promise no more than the cap.
+        assert_eq!(warm(1_000).expected_calls(), MAX_EXPECTED_CALLS);
+    }
+
+    #[test]
+    fn an_extra_cost_must_be_earned_too() {
+        let r = Rewrite {
+            cached: 10_000,
+            kept: 0,
+            freed: 9_000,
+            extra: 1e9,
+        };
+        assert_eq!(warm(40).verdict(r), Verdict::DoesNotPay);
+        assert_eq!(warm(40).verdict(Rewrite { extra: 0.0, ..r }), Verdict::Pays);
+    }
+
+    #[test]
+    fn freeing_nothing_never_pays() {
+        let cold = CacheState {
+            idle_ms: None,
+            ..warm(40)
+        };
+        assert_eq!(cold.verdict(Rewrite::default()), Verdict::DoesNotPay);
+    }
+}
