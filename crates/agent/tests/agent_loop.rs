@@ -182,7 +182,7 @@ async fn the_compact_tool_runs_after_the_whole_batch_with_its_focus() {
         assert!(asked.contains("Pay particular attention to: the parser bug"));
         // The summarizer is shown the ledger, so it need not repeat it.
         assert!(asked.contains("The ledger the harness keeps (do not repeat it): these facts, and those of any <state-ledger> section above.\n<state-ledger>"), "{asked}");
-        assert!(asked.contains("- done.txt (write_file ×1)"), "{asked}");
+        assert!(asked.contains("- done.txt (write_file)"), "{asked}");
         Step::Reply(Reply::text("Stage 1 written to done.txt; next: stage 2."))
     });
     s.server.push(Reply::text("Continuing with stage 2."));
