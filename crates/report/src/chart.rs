@@ -344,7 +344,9 @@ pub fn cost_bars(bars: &[CostBar]) -> Result<String, ReportError> {
                 let right = left + dollars_spent.max(0.0);
                 let (x0, y0) = chart.backend_coord(&(left, SegmentValue::Exact(i)));
                 let (x1, y1) = chart.backend_coord(&(right, SegmentValue::Exact(i + 1)));
-                if x1 > x0 {
+                // A part under a pixel is still drawn (zero wide, with its hover
+                // text), so that the parts always add up to the bar's cost.
+                if dollars_spent > 0.0 {
                     let share = if bar.total > 0.0 {
                         100.0 * dollars_spent / bar.total
                     } else {

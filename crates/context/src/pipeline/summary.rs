@@ -121,11 +121,14 @@ const MIN_SUMMARY_CHARS: usize = 400;
 /// empty summary (header, request, transcript line, ledger) plus a few lines must be
 /// smaller than the history. When it cannot, nothing is asked and nothing archived: on a
 /// small local model the summary alone takes minutes, only to be refused.
-fn summary_can_help(history: &History, cx: &Ctx, request: &str) -> bool {
+fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> bool {
     let place = cx.store.transcript_path();
     let place_text = place.display().to_string();
-    let ledger = Ledger::of(history.messages(), Some(&place_text))
-        .render(cx.ledger_chars(history), Some(&place_text));
+    let budget = cx.ledger_chars(history);
+    let end = history.len();
+    let ledger = history
+        .ledger_of(0..end, Some(&place_text), true)
+        .render(budget, Some(&place_text));
     let floor = compacted_message(COMPACTED_HEADER, request, "", &place, &ledger).chars();
     floor + MIN_SUMMARY_CHARS < history.chars()
 }
