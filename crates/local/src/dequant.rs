@@ -4,7 +4,7 @@
 //! runs once per tensor at load time.
 
 use crate::gguf::TensorType;
-use crate::quant::{self, Kind};
+use crate::quant;
 
 fn f16_at(b: &[u8], at: usize) -> f32 {
     half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
@@ -25,14 +25,7 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
 
 /// The values of `data` (whole blocks of `ty`), or `None` for a type not read here.
 pub(crate) fn dequantize(ty: TensorType, data: &[u8]) -> Option<Vec<f32>> {
-    let kind = match ty {
-        TensorType::Q4_0 => Some(Kind::Q4_0),
-        TensorType::Q4_1 => Some(Kind::Q4_1),
-        TensorType::Q8_0 => Some(Kind::Q8_0),
-        TensorType::Q4K => Some(Kind::Q4K),
-        TensorType::Q6K => Some(Kind::Q6K),
-        _ => None,
-    };
+    let kind = ty.kernel_kind();
     if let Some(kind) = kind {
         let mut out = vec![0f32; data.len() / kind.block_bytes() * kind.block_values()];
         quant::dequantize_row(kind, data, &mut out);

@@ -9,6 +9,7 @@
 //! hold, and a malformed file is a one-line error, never a panic.
 
 use crate::error::LocalError;
+use crate::quant::Kind;
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -48,6 +49,21 @@ pub(crate) enum TensorType {
     Q5K,
     Q6K,
     Q8K,
+}
+
+impl TensorType {
+    /// The kernel that reads this type's blocks in place; `None` for types
+    /// converted at load.
+    pub(crate) fn kernel_kind(self) -> Option<Kind> {
+        match self {
+            TensorType::Q4_0 => Some(Kind::Q4_0),
+            TensorType::Q4_1 => Some(Kind::Q4_1),
+            TensorType::Q8_0 => Some(Kind::Q8_0),
+            TensorType::Q4K => Some(Kind::Q4K),
+            TensorType::Q6K => Some(Kind::Q6K),
+            _ => None,
+        }
+    }
 }
 
 impl TensorType {

@@ -10,7 +10,7 @@
 
 use crate::attention::{Shape, attend};
 use crate::error::LocalError;
-use crate::gguf::{Content, Metadata, TensorInfo, TensorType};
+use crate::gguf::{Content, Metadata, TensorInfo};
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
@@ -255,14 +255,7 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
                 [rows, cols]
             )));
         }
-        let kind = match info.ty {
-            TensorType::Q4_0 => Some(Kind::Q4_0),
-            TensorType::Q4_1 => Some(Kind::Q4_1),
-            TensorType::Q8_0 => Some(Kind::Q8_0),
-            TensorType::Q4K => Some(Kind::Q4K),
-            TensorType::Q6K => Some(Kind::Q6K),
-            _ => None,
-        };
+        let kind = info.ty.kernel_kind();
         let Some(kind) = kind.filter(|k| cols.is_multiple_of(k.block_values())) else {
             let values = self.read(name, &[rows, cols])?;
             return QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(&values));
