@@ -5,7 +5,7 @@ use super::report::{Outcome, Step, StepError, StepReport, Trigger};
 use crate::history::{BlockRef, History};
 use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
-use crate::{Block, Role};
+use crate::{Block, Role, ToolResult};
 use std::ops::Range;
 use std::path::PathBuf;
 use whittle_store::{
@@ -185,6 +185,27 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     micro_compact_now(history, cx, Trigger::OverLimit)
 }
 
+/// The tool results micro_compact looks at, oldest first, with their size:
+/// seen by the model (before the newest assistant message), not among the
+/// newest `keep_recent_results`, and above the placeholder floor.
+fn old_results<'h>(
+    history: &'h History,
+    cx: &Ctx,
+) -> impl Iterator<Item = (BlockRef, &'h ToolResult, usize)> + 'h {
+    let seen_before = history.last_assistant_index().unwrap_or(0);
+    let refs = history.tool_result_refs();
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
+    let floor = cx.limits.placeholder_floor_chars;
+    refs.into_iter()
+        .take(protected_from)
+        .take_while(move |at| at.message < seen_before)
+        .filter_map(move |at| {
+            let result = history.block(at).and_then(Block::as_tool_result)?;
+            let chars = result.content_chars();
+            (chars > floor).then_some((at, result, chars))
+        })
+}
+
 /// Results micro_compact may replace: already seen, not among the newest
 /// `keep_recent_results`, above the placeholder floor, not placeholders
 /// yet; each with where it is saved already, if it is. Also a
@@ -193,23 +214,9 @@ pub(super) fn micro_candidates(
     history: &History,
     cx: &Ctx,
 ) -> (Vec<(BlockRef, Option<PathBuf>)>, usize) {
-    // Results after the newest assistant message have not been seen yet.
-    let seen_before = history.last_assistant_index().unwrap_or(0);
-    let refs = history.tool_result_refs();
-    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
     let mut candidates = Vec::new();
     let mut freeable = 0usize;
-    for at in refs[..protected_from].iter().copied() {
-        if at.message >= seen_before {
-            break;
-        }
-        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
-            continue;
-        };
-        let chars = result.content_chars();
-        if chars <= cx.limits.placeholder_floor_chars {
-            continue;
-        }
+    for (at, result, chars) in old_results(history, cx) {
         let saved = cx.store.saved_path(result);
         if saved
             .as_ref()
@@ -230,21 +237,11 @@ pub(super) fn micro_candidates(
 /// acting checks each result against the store), so a result that only
 /// looks like a placeholder counts as one.
 pub(super) fn micro_estimate(history: &History, cx: &Ctx) -> Option<(usize, usize)> {
-    let seen_before = history.last_assistant_index().unwrap_or(0);
-    let refs = history.tool_result_refs();
-    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
     let mut first = None;
     let mut freeable = 0usize;
-    for at in refs[..protected_from].iter().copied() {
-        if at.message >= seen_before {
-            break;
-        }
-        let Some(result) = history.block(at).and_then(Block::as_tool_result) else {
-            continue;
-        };
-        let chars = result.content_chars();
+    for (at, result, chars) in old_results(history, cx) {
         // A placeholder is about 200 characters: one is not replaced again.
-        if chars <= cx.limits.placeholder_floor_chars || (chars <= 300 && looks_saved(result)) {
+        if chars <= 300 && looks_saved(result) {
             continue;
         }
         freeable += chars.saturating_sub(200);
