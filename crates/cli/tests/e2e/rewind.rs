@@ -7,7 +7,7 @@ use crate::{Harness, assert_success, stderr, stdout};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use testkit::{Reply, content_text};
 
@@ -276,24 +276,38 @@ fn rewind_across_a_compaction_gives_back_the_original_messages() {
     h.assert_clean();
 }
 
-/// The answer to a request of one of two concurrent sessions: its bash
-/// command first, then a last word. Which session it is, its first message says.
-fn two_sessions_reply(req: &testkit::RecordedRequest) -> testkit::Step {
-    let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
-    let task = messages.first().map(content_text).unwrap_or_default();
-    let (mine, theirs) = if task.contains("session A") {
-        ("a", "b")
-    } else {
-        ("b", "a")
-    };
-    if messages.len() == 1 {
-        // Each writes its file, then waits for the other's: both run at once.
+/// The answers of two concurrent sessions: each session's bash command first,
+/// then a last word. Which session it is, its first message says.
+///
+/// A session saves its start just before its first command runs, so the
+/// commands meet in `meet` (a writable root outside the workspace) before
+/// either writes: each start then holds neither file, whichever process was
+/// quicker to start. Without the meeting, a session that started late saved
+/// the other's file in its start, and rewinding to it brought that file back.
+fn two_sessions_reply(
+    meet: PathBuf,
+) -> impl Fn(&testkit::RecordedRequest) -> testkit::Step + Send + Sync + 'static {
+    move |req| {
+        let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
+        let task = messages.first().map(content_text).unwrap_or_default();
+        let (mine, theirs) = if task.contains("session A") {
+            ("a", "b")
+        } else {
+            ("b", "a")
+        };
+        if messages.len() > 1 {
+            return Reply::text(format!("{mine} done")).into();
+        }
+        let meet = meet.display();
+        let wait_for = |path: String| {
+            format!("for i in $(seq 400); do [ -e {path} ] && break; sleep 0.05; done")
+        };
         let command = format!(
-            "echo {mine} > {mine}.txt && for i in $(seq 200); do [ -e {theirs}.txt ] && break; sleep 0.05; done"
+            "touch {meet}/{mine}.ready && {} && echo {mine} > {mine}.txt && {}",
+            wait_for(format!("{meet}/{theirs}.ready")),
+            wait_for(format!("{theirs}.txt")),
         );
         Reply::tool_use(format!("{mine}1"), "bash", json!({ "command": command })).into()
-    } else {
-        Reply::text(format!("{mine} done")).into()
     }
 }
 
@@ -302,7 +316,13 @@ fn two_sessions_at_once_each_rewind_their_own_changes() {
     let h = Harness::new();
     project(&h, true);
     let before = tree(h.ws());
-    h.server.set_fallback(two_sessions_reply);
+    let meet = h.home.path().join("meet");
+    std::fs::create_dir(&meet).unwrap();
+    h.write_user_config(&format!(
+        "[sandbox]\nwritable_roots = [{:?}]\n",
+        meet.display().to_string()
+    ));
+    h.server.set_fallback(two_sessions_reply(meet));
     let args = ["--permission-mode", "yolo", "--output-format", "json", "-p"];
     let a = h.spawn_with_stdin(&[&args[..], &["session A"]].concat(), "");
     let b = h.spawn_with_stdin(&[&args[..], &["session B"]].concat(), "");
