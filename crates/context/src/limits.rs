@@ -10,6 +10,12 @@
 pub struct Limits {
     /// Compaction starts when the context measures above this (meter units).
     pub context_limit: u64,
+    /// The most a request may measure and still leave the answer its room:
+    /// the usable window (meter units). Between `context_limit` and this, a
+    /// compactor that knows the provider's cache compacts only when its
+    /// cost model says compacting now is cheaper than waiting (see
+    /// `CacheState`); above it, always. Never taken below `context_limit`.
+    pub window_limit: u64,
     /// micro_compact and fit_tool_results work down to this (meter units).
     pub target: u64,
     /// tool_result_budget acts when the newest batch of results exceeds this (chars).
@@ -52,6 +58,12 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Above this a request is compacted whatever it costs: the window
+    /// limit, or the context limit if that is higher.
+    pub fn hard_limit(&self) -> u64 {
+        self.window_limit.max(self.context_limit)
+    }
+
     /// The ledger's budget in characters.
     pub fn ledger_chars(&self) -> usize {
         self.ledger_tokens.saturating_mul(4)
@@ -90,6 +102,7 @@ impl Limits {
     pub fn teaching() -> Self {
         Limits {
             context_limit: 50_000,
+            window_limit: 50_000,
             target: 40_000,
             batch_budget_chars: 200_000,
             large_result_chars: 30_000,
@@ -129,6 +142,7 @@ impl Limits {
             .clamp(8_000, 200_000);
         Limits {
             context_limit,
+            window_limit: usable,
             target: context_limit / 2,
             batch_budget_chars: batch,
             large_result_chars: (batch / 4).clamp(2_000, 30_000),

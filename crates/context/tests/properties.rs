@@ -8,9 +8,10 @@ use crate::common;
 use common::{Recording, file_text};
 use proptest::prelude::*;
 use serde_json::json;
+use whittle_context::steps::tidy_floor;
 use whittle_context::{
-    CachePrices, CacheState, CharMeter, Compactor, History, Limits, Step, TokenBudget, TokenMeter,
-    Trigger, check_recovery,
+    CachePrices, CacheState, CharMeter, Compactor, Ctx, History, Limits, Step, TokenBudget,
+    TokenMeter, Trigger, check_recovery,
 };
 use whittle_protocol::{Block, Message, validate};
 use whittle_store::Store;
@@ -421,6 +422,58 @@ proptest! {
         if free_reads {
             let n = before.len() - 1;
             prop_assert_eq!(&h.messages()[..n], &before[..n]);
+        }
+    }
+
+    /// Between the compaction limit and the window, with a warm cache, a
+    /// summary waits until the cost model says it pays: when cache reads
+    /// are free, carrying the history costs nothing and no summary can pay
+    /// for its own call, so none is asked for, the history is kept, and
+    /// the outcome is not counted as over the limit (the turn goes on).
+    /// Above the window the pipeline always compacts, whatever it costs.
+    #[test]
+    fn a_summary_between_the_limit_and_the_window_waits_until_it_pays(
+        turns in prop::collection::vec(turn(), 1..8),
+        window in 8_000u64..60_000,
+        // Where the system prompt and tools put the whole request: 0 at
+        // the limit, 1 at the window, past it above 1.
+        place in 0.0f64..1.25,
+        calls in 0u64..200,
+        free_reads in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let request = "TASK: carry on";
+        let limits = Limits::tokens(TokenBudget::new(window, 1_000));
+        let (limit, hard) = (limits.context_limit, limits.hard_limit());
+        let mut h = build(&turns, request);
+        h.mark();
+        let messages = compactor(dir.path(), limits.clone(), true).measure(&h);
+        let goal = limit + ((hard - limit) as f64 * place) as u64 + 1;
+        let overhead_chars = goal.saturating_sub(messages) as usize * 4;
+        let mut c = compactor_with_overhead(dir.path(), limits, true, overhead_chars);
+        let before_size = c.measure(&h);
+        let floor = tidy_floor(&h, &Ctx { limits: c.limits(), store: c.store(), meter: c.meter() });
+        c.set_cache_state(Some(CacheState {
+            prices: CachePrices { read: if free_reads { 0.0 } else { 0.1 }, write: 1.25, output: 5.0 },
+            ttl_ms: 300_000,
+            idle_ms: Some(1_000),
+            calls_so_far: calls,
+        }));
+        let before = h.messages().to_vec();
+        let mut summarizer = Recording::default();
+        let outcome = c.prepare(&mut h, request, &mut summarizer);
+        if before_size > hard {
+            prop_assert!(!outcome.reports.is_empty(), "nothing tried above the window");
+        }
+        if free_reads && before_size > limit && before_size <= hard && floor > limit {
+            prop_assert!(summarizer.calls.is_empty(), "{:?}", outcome);
+            prop_assert!(
+                outcome.reports.iter().all(|r| r.step != Step::CompactHistory),
+                "{:?}", outcome
+            );
+            let n = before.len() - 1;
+            prop_assert_eq!(&h.messages()[..n], &before[..n]);
+            prop_assert!(!outcome.over_limit, "{:?}", outcome);
         }
     }
 

@@ -4,9 +4,12 @@
 //! `cache_model` for the model.
 
 use super::Ctx;
-use super::cache_model::{CacheState, Rewrite, Verdict};
+use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
-use super::tidy::{micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span};
+use super::summary::{SUMMARY_CHARS_ESTIMATE, marker_floor_chars};
+use super::tidy::{
+    micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor,
+};
 use crate::history::History;
 use crate::limits::Limits;
 
@@ -89,5 +92,68 @@ pub(super) fn micro_compact_cached(
         Some(trigger) => micro_compact_now(history, &all, trigger),
         None if over => micro_compact(history, cx),
         None => None,
+    }
+}
+
+/// Whether the compaction the context limit asks for runs on this call.
+/// Always when the history is above the window limit (the request would
+/// not leave the answer its room), not above the context limit (nothing
+/// asks for it then), or when tidying alone can bring it under the limit
+/// (results are saved, the step is lossless, and it is what keeps a long
+/// session from summarizing: it runs as it always has). A summary between
+/// the two limits runs only when the cost model says that summarizing now
+/// pays against carrying the history on: the summary replaces every
+/// message with a marker (the ledger, and a summary of about
+/// [`SUMMARY_CHARS_ESTIMATE`]), and its own call (the history read back,
+/// the summary written as output) is its `X`.
+pub(super) fn compaction_pays(
+    history: &mut History,
+    cx: &Ctx,
+    cache: &CacheState,
+    request: &str,
+) -> bool {
+    let size = cx.measure(history);
+    if size <= cx.limits.context_limit
+        || size > cx.limits.hard_limit()
+        || tidy_floor(history, cx) <= cx.limits.context_limit
+    {
+        return true;
+    }
+    let rewrite = summary_rewrite(history, cx, cache, request, size);
+    cache.verdict(rewrite) != Verdict::DoesNotPay
+}
+
+/// The rewrite a summary of `history` (measuring `size`) makes, priced
+/// before it is asked for.
+fn summary_rewrite(
+    history: &mut History,
+    cx: &Ctx,
+    cache: &CacheState,
+    request: &str,
+    size: u64,
+) -> Rewrite {
+    let marker = cx
+        .meter
+        .chars_to_units(marker_floor_chars(history, cx, request) + SUMMARY_CHARS_ESTIMATE);
+    let messages = units_before(history, cx, history.len());
+    let CachePrices {
+        read,
+        write,
+        output,
+    } = cache.prices;
+    // In place, the summary request is this history (a cache read when
+    // warm); else a bounded transcript, fresh input.
+    let input = if size <= cx.limits.summarize_in_place_up_to {
+        size as f64 * if cache.cold() { write } else { read }
+    } else {
+        let chars = history.chars().min(cx.limits.summary_input_chars);
+        cx.meter.chars_to_units(chars) as f64
+    };
+    let answer = output * cx.meter.chars_to_units(SUMMARY_CHARS_ESTIMATE) as f64;
+    Rewrite {
+        cached: units_before(history, cx, history.unchanged_prefix()),
+        kept: 0,
+        freed: messages.saturating_sub(marker),
+        extra: input + answer,
     }
 }

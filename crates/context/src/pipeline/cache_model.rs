@@ -41,6 +41,33 @@
 //! request is a write whatever the step does, so freeing `S` saves
 //! `w·S + (N − 1)·r·S`, and any step without extra cost pays.
 //!
+//! The same model decides when a summary runs between the compaction
+//! limit and the window (`Limits::window_limit`: the usable window, what a
+//! request may measure and still leave the answer its room). The limit
+//! sits below the window so that compaction has room to work; it is not
+//! itself a reason to pay for a summary. Between the two, a summary runs
+//! when compacting now beats carrying the history on: it is priced as a
+//! rewrite with `P = 0` (the marker replaces every message), `S` = the
+//! messages less the marker (its ledger and a summary of the size the
+//! instruction asks for), and `X` = the summary's own call (the history
+//! read back through the cache, or a bounded transcript as fresh input,
+//! plus the summary as output). Waiting costs the reads of a bigger
+//! history; summarizing costs `X` and the marker's write, and is paid
+//! again at the next compaction. Where the system prompt and tools alone
+//! fill the limit (Claude Code's ~26k tokens at a 32k window), the old rule
+//! summarized on every call; now each summary waits until the calls since
+//! the last one have grown enough to pay for it, or until the next request
+//! would not fit. Above the window a summary always runs; tidying that can
+//! reach the limit (lossless: results are saved) runs at the limit as
+//! before. Measured on the shared traces at 32k: `default` went from
+//! 0.99× to 0.91× of `none`.
+//!
+//! A stricter `N` was tried at 200k (a third or a quarter of the calls so
+//! far, caps of 16 or 8, and a margin of a quarter to twice `w·S` on the
+//! rewrite): each left fewer conversations over `none` but cost more in
+//! total (1.02–1.07× against 1.008×), and the caps of 8 and 16 lose the
+//! long sessions' gain: half the calls so far, capped at 32, stays.
+//!
 //! Parts past the cached prefix (the messages appended since the previous
 //! request) are written in either case and do not enter the comparison.
 //! The pipeline is given a [`CacheState`] by its caller before each call

@@ -6,7 +6,7 @@
 //! [`Summarizer`].
 
 use super::Ctx;
-use super::cache_gate::{micro_compact_cached, snip_compact_cached};
+use super::cache_gate::{compaction_pays, micro_compact_cached, snip_compact_cached};
 use super::cache_model::CacheState;
 use super::progress::Progress;
 use super::report::{StepReport, Trigger};
@@ -152,6 +152,23 @@ impl Compactor {
         let mut reports = Vec::new();
         let cache = self.cache;
         reports.extend(tool_result_budget(history, &cx));
+        // Between the compaction limit and the window, the limit's
+        // compaction waits until the cost model says it pays (or the window
+        // forces it): the steps then see the window as their limit.
+        let held;
+        let cx = match &cache {
+            Some(c) if !compaction_pays(history, &cx, c, request) => {
+                held = Limits {
+                    context_limit: cx.limits.hard_limit(),
+                    ..cx.limits.clone()
+                };
+                Ctx {
+                    limits: &held,
+                    ..cx
+                }
+            }
+            _ => cx,
+        };
         reports.extend(match &cache {
             Some(c) => snip_compact_cached(history, &cx, c),
             None => snip_compact(history, &cx),
@@ -169,7 +186,7 @@ impl Compactor {
             reports.extend(fit_tool_results(history, &cx));
         }
         if cx.measure(history) <= limit {
-            return Progress::Done(self.finish_prepare(history, before, reports));
+            return Progress::Done(self.finish_prepare(history, before, reports, limit));
         }
         let step = start_compact_history(history, &cx, request, None, Trigger::OverLimit);
         let then = move |c: &mut Compactor, h: &mut History, report: StepReport| {
@@ -181,7 +198,7 @@ impl Compactor {
                 reports.extend(micro_compact(h, &cx));
                 reports.extend(fit_tool_results(h, &cx));
             }
-            c.finish_prepare(h, before, reports)
+            c.finish_prepare(h, before, reports, limit)
         };
         Progress::after_step(self, history, step, Box::new(then))
     }
@@ -204,15 +221,19 @@ impl Compactor {
         history.ledger_of(all, Some(&place), false);
     }
 
-    /// Measures the result of prepare and counts it if it is still over the limit.
+    /// Measures the result of prepare and counts it if it is still over
+    /// `limit`: the context limit, or the window limit when the compaction
+    /// was put off (a history waiting in between is not a failure to
+    /// compact, and must not stop the turn).
     fn finish_prepare(
         &mut self,
         history: &History,
         before: u64,
         reports: Vec<StepReport>,
+        limit: u64,
     ) -> PrepareOutcome {
         let after = self.measure(history);
-        let over_limit = after > self.limits.context_limit;
+        let over_limit = after > limit;
         self.consecutive_over_limit = if over_limit {
             self.consecutive_over_limit + 1
         } else {

@@ -122,6 +122,17 @@ const MIN_SUMMARY_CHARS: usize = 400;
 /// smaller than the history. When it cannot, nothing is asked and nothing archived: on a
 /// small local model the summary alone takes minutes, only to be refused.
 fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> bool {
+    marker_floor_chars(history, cx, request) + MIN_SUMMARY_CHARS < history.chars()
+}
+
+/// What a summary is expected to run to, in characters, for the cost model
+/// to price a compaction before asking for it: the instruction asks for a
+/// few short lines in each of its sections, about 2,000 characters.
+pub(super) const SUMMARY_CHARS_ESTIMATE: usize = 2_000;
+
+/// The size of the `[Compacted]` message that would replace `history` now,
+/// with an empty summary: header, request, transcript line and ledger.
+pub(super) fn marker_floor_chars(history: &mut History, cx: &Ctx, request: &str) -> usize {
     let place = cx.store.transcript_path();
     let place_text = place.display().to_string();
     let budget = cx.ledger_chars(history);
@@ -129,8 +140,7 @@ fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> bool {
     let ledger = history
         .ledger_of(0..end, Some(&place_text), true)
         .render(budget, Some(&place_text));
-    let floor = compacted_message(COMPACTED_HEADER, request, "", &place, &ledger).chars();
-    floor + MIN_SUMMARY_CHARS < history.chars()
+    compacted_message(COMPACTED_HEADER, request, "", &place, &ledger).chars()
 }
 
 /// After the provider rejected a request as too long: writes the transcript,
