@@ -155,6 +155,7 @@ pub fn replay_recorded(
 
 /// One replay: a conversation, what is known of its recording, the policy
 /// and where its store goes.
+#[derive(Clone, Copy)]
 struct ReplayRun<'a> {
     id: &'a str,
     messages: &'a [Message],
@@ -183,162 +184,217 @@ struct Recording<'a> {
     injected: &'a [usize],
 }
 
-#[allow(clippy::too_many_arguments)]
 fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
-    let ReplayRun {
-        id,
-        messages,
-        system,
-        recording,
-        policy,
-        config,
-        store_dir,
-    } = run;
-    // A fixed transcript name: the default one carries the time, the process
-    // id and a process-wide count, whose digits would change the markers'
-    // sizes from one run (or one replay in the same process) to the next.
-    let store = Store::with_transcript_name(store_dir, "replay");
-    // Everything a request carries besides the messages.
-    let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
-    let mut compactor = match policy {
-        Policy::None | Policy::Mask => None,
-        Policy::Teaching => Some(Compactor::new(
-            Limits::teaching(),
-            store.clone(),
-            Box::new(CharMeter),
-        )),
-        Policy::Default => {
-            let limits = config.default_limits();
-            let mut meter = TokenMeter::new(config.chars_per_token);
-            meter.set_overhead_chars(system_chars);
-            Some(Compactor::new(limits, store.clone(), Box::new(meter)))
-        }
-    };
-    let mask_limits = Limits {
-        context_limit: 0,
-        target: 0,
-        keep_recent_results: MASK_KEEP_RESULTS,
-        clear_at_least: 0,
-        ..Limits::teaching()
-    };
-
-    let mut report = ReplayReport {
-        conversation: id.to_string(),
-        policy: policy.name().to_string(),
-        compaction_limit_tokens: match policy {
-            Policy::None | Policy::Mask => None,
-            Policy::Teaching => Some(config.tokens(Limits::teaching().context_limit as usize)),
-            Policy::Default => Some(config.default_limits().context_limit),
-        },
-        ..ReplayReport::default()
-    };
-    let mut counting = Counting {
-        inner: summarizer,
-        cache: PromptCache::new(config, system.unwrap_or(""), system_chars),
-        time: CallTime::default(),
-        calls: 0,
-        read_tokens: 0,
-        write_tokens: 0,
-        write_1h_tokens: 0,
-        fresh_tokens: 0,
-        output_chars: 0,
-    };
-    if let Some(warm) = recording
-        .calls
-        .values()
-        .filter(|c| c.usage.is_some())
-        .min_by_key(|c| c.message)
-        .and_then(|c| c.usage)
-    {
-        counting.cache.prewarm(warm.cache_read_tokens);
-    }
-    // `none` removes nothing (its restarts are the recording's own
-    // compactions, measured on their own: `recorded_survival`).
-    let mut probe =
-        (policy != Policy::None).then(|| SurvivalProbe::new(messages, recording.injected));
-    let mut history = History::default();
-    // Where the history last restarted: what came before is the recording's loss.
-    let mut restarted_at = 0;
-    let mut request = String::new();
-    let mut times = Vec::new();
-    let mut last_call: Option<CallTime> = None;
+    let mut replayer = Replayer::new(run, summarizer);
     let mut i = 0;
-    while i < messages.len() {
-        let m = &messages[i];
-        if recording.restarts.contains(&i) {
-            history.replace_all(Vec::new());
-            counting.cache.forget_hashes();
-            restarted_at = i;
+    while i < run.messages.len() {
+        i = replayer.next(i);
+    }
+    replayer.finish()
+}
+
+/// A replay under way: what each call leaves for the next.
+struct Replayer<'r, 's> {
+    run: ReplayRun<'r>,
+    store: Store,
+    /// Everything a request carries besides the messages.
+    system_chars: usize,
+    /// The pipeline of `teaching` and `default`.
+    compactor: Option<Compactor>,
+    /// What `mask` clears by.
+    mask_limits: Limits,
+    counting: Counting<'s, 'r>,
+    /// What survives; `none` removes nothing (its restarts are the recording's
+    /// own compactions, measured on their own: `recorded_survival`).
+    probe: Option<SurvivalProbe>,
+    history: History,
+    report: ReplayReport,
+    /// Where the history last restarted: what came before is the recording's loss.
+    restarted_at: usize,
+    /// The person's newest request, which a marker quotes.
+    request: String,
+    /// The pipeline's time before each call, in µs.
+    times: Vec<u64>,
+    last_call: Option<CallTime>,
+}
+
+impl<'r, 's> Replayer<'r, 's> {
+    fn new(run: ReplayRun<'r>, summarizer: &'s mut dyn Summarizer) -> Self {
+        let ReplayRun {
+            id,
+            messages,
+            system,
+            recording,
+            policy,
+            config,
+            store_dir,
+        } = run;
+        // A fixed transcript name: the default one carries the time, the process
+        // id and a process-wide count, whose digits would change the markers'
+        // sizes from one run (or one replay in the same process) to the next.
+        let store = Store::with_transcript_name(store_dir, "replay");
+        let system_chars = system.map_or(0, |s| s.chars().count()) + recording.overhead_chars;
+        let compactor = match policy {
+            Policy::None | Policy::Mask => None,
+            Policy::Teaching => Some(Compactor::new(
+                Limits::teaching(),
+                store.clone(),
+                Box::new(CharMeter),
+            )),
+            Policy::Default => {
+                let mut meter = TokenMeter::new(config.chars_per_token);
+                meter.set_overhead_chars(system_chars);
+                Some(Compactor::new(
+                    config.default_limits(),
+                    store.clone(),
+                    Box::new(meter),
+                ))
+            }
+        };
+        let report = ReplayReport {
+            conversation: id.to_string(),
+            policy: policy.name().to_string(),
+            compaction_limit_tokens: match policy {
+                Policy::None | Policy::Mask => None,
+                Policy::Teaching => Some(config.tokens(Limits::teaching().context_limit as usize)),
+                Policy::Default => Some(config.default_limits().context_limit),
+            },
+            ..ReplayReport::default()
+        };
+        let mut counting = Counting {
+            inner: summarizer,
+            cache: PromptCache::new(config, system.unwrap_or(""), system_chars),
+            time: CallTime::default(),
+            calls: 0,
+            read_tokens: 0,
+            write_tokens: 0,
+            write_1h_tokens: 0,
+            fresh_tokens: 0,
+            output_chars: 0,
+        };
+        if let Some(warm) = recording
+            .calls
+            .values()
+            .filter(|c| c.usage.is_some())
+            .min_by_key(|c| c.message)
+            .and_then(|c| c.usage)
+        {
+            counting.cache.prewarm(warm.cache_read_tokens);
+        }
+        Replayer {
+            run,
+            store,
+            system_chars,
+            compactor,
+            mask_limits: Limits {
+                context_limit: 0,
+                target: 0,
+                keep_recent_results: MASK_KEEP_RESULTS,
+                clear_at_least: 0,
+                ..Limits::teaching()
+            },
+            counting,
+            probe: (policy != Policy::None)
+                .then(|| SurvivalProbe::new(messages, recording.injected)),
+            history: History::default(),
+            report,
+            restarted_at: 0,
+            request: String::new(),
+            times: Vec::new(),
+            last_call: None,
+        }
+    }
+
+    /// Takes message `i` and whatever answers it, and says where to go on.
+    fn next(&mut self, i: usize) -> usize {
+        let m = &self.run.messages[i];
+        if self.run.recording.restarts.contains(&i) {
+            self.history.replace_all(Vec::new());
+            self.counting.cache.forget_hashes();
+            self.restarted_at = i;
         }
         if m.role() == Role::User {
             // The request a marker quotes is the person's, as in the agent:
             // not a turn the recording harness wrote (its own summary, a
             // skill's text, a notice), which would be quoted whole.
-            if is_user_input(m) && recording.injected.binary_search(&i).is_err() {
-                request = m.text();
+            if is_user_input(m) && self.run.recording.injected.binary_search(&i).is_err() {
+                self.request = m.text();
             }
-            history.push(m.clone());
-            i += 1;
-            continue;
+            self.history.push(m.clone());
+            return i + 1;
         }
-        // An assistant turn: one model call. An opening assistant message
-        // with nothing before it cannot be a request; keep it as history.
-        if history.is_empty() {
-            history.push(m.clone());
-            i += 1;
-            continue;
+        let recorded = self.run.recording.calls.get(&i).copied();
+        // An assistant turn is one model call, but for an opening assistant
+        // message (with nothing before it, it cannot be a request) and an
+        // answer the recording agent wrote itself.
+        if self.history.is_empty() || recorded.is_some_and(RecordedCall::written_by_agent) {
+            self.history.push(m.clone());
+            return i + 1;
         }
-        let recorded = recording.calls.get(&i).copied();
-        if recorded.is_some_and(RecordedCall::written_by_agent) {
-            // No model call: the recording agent wrote this answer itself.
-            history.push(m.clone());
-            i += 1;
-            continue;
-        }
+        self.call(recorded);
+        self.take_answer(i, recorded)
+    }
+
+    /// One model call: the pipeline on the history, then the request it
+    /// leaves measured and priced.
+    fn call(&mut self, recorded: Option<&RecordedCall>) {
         let time = CallTime {
             at_ms: recorded.and_then(|c| c.at_ms),
             ttl: recorded.and_then(|c| c.cache_ttl).unwrap_or_default(),
             model: hash(&recorded.and_then(|c| c.model.as_deref())),
         };
-        counting.time = time;
+        self.counting.time = time;
         if let Some(kept) = recorded
             .filter(|c| c.prefix_rebuilt)
             .map(|c| c.usage.map_or(0, |u| u.cache_read_tokens))
         {
-            counting.cache.rebuild_prefix(kept);
+            self.counting.cache.rebuild_prefix(kept);
         }
-        // What the provider's cache holds: the default policy rewrites its
-        // cached prefix only when the window forces it, the cache went cold
-        // over an idle gap, or the rewrite pays (whittle_context::CacheState).
-        let idle_ms = last_call.map(|l: CallTime| match (l.at_ms, time.at_ms) {
+        let cache_state = self.cache_state(time);
+        self.last_call = Some(time);
+        if let Some(p) = &mut self.probe {
+            p.before_pipeline(&self.history);
+        }
+        let started = Instant::now();
+        let applied = self.compact(cache_state);
+        self.times.push(started.elapsed().as_micros() as u64);
+        self.count_steps(applied);
+        self.send(recorded, time);
+    }
+
+    /// What the provider's cache holds: the default policy rewrites its
+    /// cached prefix only when the window forces it, the cache went cold
+    /// over an idle gap, or the rewrite pays (whittle_context::CacheState).
+    fn cache_state(&self, time: CallTime) -> CacheState {
+        let idle_ms = self.last_call.map(|l| match (l.at_ms, time.at_ms) {
             (Some(before), Some(now)) => now.saturating_sub(before),
             // No times recorded: nothing expires.
             _ => 0,
         });
-        let cache_state = CacheState {
-            prices: cache_prices(&config.prices, last_call.map_or(time.ttl, |l| l.ttl)),
-            ttl_ms: last_call.map_or(time.ttl, |l| l.ttl).millis(),
+        let ttl = self.last_call.map_or(time.ttl, |l| l.ttl);
+        CacheState {
+            prices: cache_prices(&self.run.config.prices, ttl),
+            ttl_ms: ttl.millis(),
             idle_ms,
-            calls_so_far: report.calls,
-        };
-        last_call = Some(time);
-        if let Some(p) = &mut probe {
-            p.before_pipeline(&history);
+            calls_so_far: self.report.calls,
         }
-        let started = Instant::now();
-        let mut applied: Vec<StepReport> = Vec::new();
-        if policy == Policy::Default
-            && let Some(c) = &mut compactor
-        {
-            c.set_cache_state(Some(cache_state));
-        }
-        match (&mut compactor, policy) {
-            (Some(c), _) => {
-                let outcome = c.prepare(&mut history, &request, &mut counting);
+    }
+
+    /// The policy's pipeline before a call: the steps that changed the history.
+    fn compact(&mut self, cache_state: CacheState) -> Vec<StepReport> {
+        let config = self.run.config;
+        let mut applied = Vec::new();
+        match (&mut self.compactor, self.run.policy) {
+            (Some(c), policy) => {
+                if policy == Policy::Default {
+                    c.set_cache_state(Some(cache_state));
+                }
+                let outcome = c.prepare(&mut self.history, &self.request, &mut self.counting);
                 applied.extend(outcome.reports.into_iter().filter(StepReport::applied));
-                if config.tokens(history.chars() + system_chars) > config.window_tokens {
+                if config.tokens(self.history.chars() + self.system_chars) > config.window_tokens {
                     // The provider would reject it: recover as the agent does.
-                    let r = c.reactive_compact(&mut history, &request, &mut counting);
+                    let r =
+                        c.reactive_compact(&mut self.history, &self.request, &mut self.counting);
                     if r.outcome == Outcome::Applied {
                         applied.push(r);
                     }
@@ -346,11 +402,11 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
             }
             (None, Policy::Mask) => {
                 let cx = Ctx {
-                    limits: &mask_limits,
-                    store: &store,
+                    limits: &self.mask_limits,
+                    store: &self.store,
                     meter: &CharMeter,
                 };
-                if let Some(r) = micro_compact(&mut history, &cx)
+                if let Some(r) = micro_compact(&mut self.history, &cx)
                     && r.applied()
                 {
                     applied.push(r);
@@ -358,8 +414,13 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
             }
             (None, _) => {}
         }
-        times.push(started.elapsed().as_micros() as u64);
-        if let Some(p) = &mut probe {
+        applied
+    }
+
+    /// What survived the steps, and the steps themselves, in the report.
+    fn count_steps(&mut self, applied: Vec<StepReport>) {
+        let config = self.run.config;
+        if let Some(p) = &mut self.probe {
             let replaced = applied.iter().any(|s| {
                 matches!(
                     s.step,
@@ -367,33 +428,38 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
                 )
             });
             p.after_pipeline(
-                &history,
-                system,
+                &self.history,
+                self.run.system,
                 replaced,
                 |chars| config.tokens(chars),
-                &mut report.survival,
+                &mut self.report.survival,
             );
         }
         for r in applied {
             let step = r.step.as_str().to_string();
-            *report.steps.entry(step.clone()).or_default() += 1;
-            report.applied_steps.push(AppliedStep {
-                call: report.calls,
+            *self.report.steps.entry(step.clone()).or_default() += 1;
+            self.report.applied_steps.push(AppliedStep {
+                call: self.report.calls,
                 step,
                 line: scratch_free_line(&r),
             });
         }
+    }
 
-        if validate(history.messages()).is_err() {
+    /// The request the history makes (for `none`, what the recording agent
+    /// sent, exactly when it was logged): measured, checked and priced.
+    fn send(&mut self, recorded: Option<&RecordedCall>, time: CallTime) {
+        let config = self.run.config;
+        let report = &mut self.report;
+        if validate(self.history.messages()).is_err() {
             report.invalid_requests += 1;
         }
-        // `none` sends what the recording agent sent, exactly when it was logged.
         let exact = recorded
             .and_then(|c| c.request.as_deref())
-            .filter(|_| policy == Policy::None && recording.exact);
+            .filter(|_| self.run.policy == Policy::None && self.run.recording.exact);
         let tokens = match exact {
             Some(blocks) => config.tokens(blocks.iter().map(|b| b.chars).sum()),
-            None => config.tokens(history.chars() + system_chars),
+            None => config.tokens(self.history.chars() + self.system_chars),
         };
         if tokens > config.window_tokens {
             report.over_window += 1;
@@ -401,72 +467,93 @@ fn replay(run: ReplayRun<'_>, summarizer: &mut dyn Summarizer) -> ReplayReport {
         }
         report.peak_tokens = report.peak_tokens.max(tokens);
         report.tokens_by_call.push(tokens);
-        let anchor = match &compactor {
-            Some(c) => c.cache_anchor(&history),
+        let anchor = match &self.compactor {
+            Some(c) => c.cache_anchor(&self.history),
             None => cache_anchor(
-                &history,
+                &self.history,
                 &Ctx {
-                    limits: &mask_limits,
-                    store: &store,
+                    limits: &self.mask_limits,
+                    store: &self.store,
                     meter: &CharMeter,
                 },
             ),
         };
+        let cache = &mut self.counting.cache;
         let priced = match exact {
             Some(blocks) => {
                 report.exact_requests += 1;
-                counting.cache.price_blocks(blocks, time)
+                cache.price_blocks(blocks, time)
             }
-            None => {
-                counting
-                    .cache
-                    .price(history.messages(), Some(history.epoch()), 0, anchor, time)
-            }
+            None => cache.price(
+                self.history.messages(),
+                Some(self.history.epoch()),
+                0,
+                anchor,
+                time,
+            ),
         };
-        history.mark();
+        self.history.mark();
         report.input_tokens += tokens;
         report.cache_read_tokens += priced.read;
         report.cache_write_tokens += priced.write;
         report.cache_write_1h_tokens += priced.write_1h;
         report.uncached_tokens += tokens.saturating_sub(priced.read + priced.write);
         report.calls += 1;
+    }
 
-        // The recorded answer: this and any directly following assistant
-        // messages, billed as recorded when the recording says.
+    /// The recorded answer to the call at `i`: this and any directly
+    /// following assistant messages, billed as recorded when the recording
+    /// says. Returns the index after it.
+    fn take_answer(&mut self, mut i: usize, recorded: Option<&RecordedCall>) -> usize {
+        let messages = self.run.messages;
         let billed = recorded
             .and_then(|c| c.usage)
-            .filter(|_| recording.billed)
+            .filter(|_| self.run.recording.billed)
             .map(|u| u.output_tokens);
         let mut estimated = 0;
         while i < messages.len() && messages[i].role() == Role::Assistant {
-            estimated += config.tokens(content_chars(&messages[i]));
-            history.push(messages[i].clone());
+            estimated += self.run.config.tokens(content_chars(&messages[i]));
+            self.history.push(messages[i].clone());
             i += 1;
         }
-        report.output_tokens += billed.unwrap_or(estimated);
+        self.report.output_tokens += billed.unwrap_or(estimated);
+        i
     }
 
-    report.summarize_calls = counting.calls;
-    report.summarize_input_tokens =
-        counting.read_tokens + counting.write_tokens + counting.fresh_tokens;
-    report.output_tokens += config.tokens(counting.output_chars);
-    let writes = report.cache_write_tokens + counting.write_tokens;
-    let writes_1h = report.cache_write_1h_tokens + counting.write_1h_tokens;
-    report.cost_usd = config.prices.cost_usd(
-        report.uncached_tokens + counting.fresh_tokens,
-        report.cache_read_tokens + counting.read_tokens,
-        writes - writes_1h,
-        writes_1h,
-        report.output_tokens,
-    );
-    report.unrecoverable_chars =
-        check_recovery(&messages[restarted_at..], &history, &store).unrecoverable_chars as u64;
-    report.pipeline_us_by_call = times.clone();
-    times.sort_unstable();
-    report.pipeline_us_median = times.get(times.len() / 2).copied().unwrap_or(0);
-    report.pipeline_us_max = times.last().copied().unwrap_or(0);
-    report.pipeline_us_total = times.iter().sum();
-    report
+    /// The report, with the summaries' bill, the loss and the pipeline's times.
+    fn finish(self) -> ReplayReport {
+        let Replayer {
+            run,
+            store,
+            counting,
+            history,
+            mut report,
+            restarted_at,
+            mut times,
+            ..
+        } = self;
+        report.summarize_calls = counting.calls;
+        report.summarize_input_tokens =
+            counting.read_tokens + counting.write_tokens + counting.fresh_tokens;
+        report.output_tokens += run.config.tokens(counting.output_chars);
+        let writes = report.cache_write_tokens + counting.write_tokens;
+        let writes_1h = report.cache_write_1h_tokens + counting.write_1h_tokens;
+        report.cost_usd = run.config.prices.cost_usd(
+            report.uncached_tokens + counting.fresh_tokens,
+            report.cache_read_tokens + counting.read_tokens,
+            writes - writes_1h,
+            writes_1h,
+            report.output_tokens,
+        );
+        report.unrecoverable_chars = check_recovery(&run.messages[restarted_at..], &history, &store)
+            .unrecoverable_chars as u64;
+        report.pipeline_us_by_call = times.clone();
+        times.sort_unstable();
+        report.pipeline_us_median = times.get(times.len() / 2).copied().unwrap_or(0);
+        report.pipeline_us_max = times.last().copied().unwrap_or(0);
+        report.pipeline_us_total = times.iter().sum();
+        report
+    }
 }
 
 /// A step's report line without the files it wrote: they were in a scratch
