@@ -14,6 +14,7 @@
 
 use crate::error::LocalError;
 use crate::quant::{self, BLOCK, Kind, TILE, XBlock};
+use crate::tensor_bytes::TensorBytes;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -23,12 +24,36 @@ const MATVEC_CHUNK: usize = 64;
 /// Output rows per rayon task for many activation rows (prompt processing).
 const MATMUL_CHUNK: usize = 16;
 
-/// A row-major matrix in one of the [`Kind`]s, as the file stores it.
+/// A row-major matrix in one of the [`Kind`]s, as the file stores it: one or more
+/// tensors' bytes stacked by row (q, k and v are separate tensors in the file but one
+/// matrix here; stacking keeps them where they are instead of copying them together).
 pub(crate) struct QMatrix {
     kind: Kind,
     rows: usize,
     cols: usize,
-    data: Vec<u8>,
+    /// Whole rows each, top to bottom, with their row counts.
+    parts: Vec<(TensorBytes, usize)>,
+}
+
+/// The rows of a [`QMatrix`] as plain slices, resolved once per product so the inner
+/// loops index slices instead of matching on where the bytes live.
+struct Rows<'a> {
+    parts: Vec<(&'a [u8], usize)>,
+    row_bytes: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Row `r`'s blocks (`r` below the matrix's rows).
+    #[inline]
+    fn get(&self, mut r: usize) -> &'a [u8] {
+        for &(bytes, rows) in &self.parts {
+            if r < rows {
+                return &bytes[r * self.row_bytes..(r + 1) * self.row_bytes];
+            }
+            r -= rows;
+        }
+        &[]
+    }
 }
 
 /// Quantizes `x` (whole rows of `cols` values, `cols` a multiple of [`BLOCK`]) to
@@ -81,7 +106,7 @@ pub fn quantized_matmul(
             x.len()
         )));
     }
-    let m = QMatrix::new(kind, rows, cols, weights.to_vec())?;
+    let m = QMatrix::new(kind, rows, cols, TensorBytes::Owned(weights.to_vec()))?;
     let seq = x.len() / cols;
     let mut out = vec![0f32; seq * rows];
     m.matmul(&quantize_activations(x, cols), seq, &mut out);
@@ -94,7 +119,7 @@ impl QMatrix {
         kind: Kind,
         rows: usize,
         cols: usize,
-        data: Vec<u8>,
+        data: TensorBytes,
     ) -> Result<Self, LocalError> {
         if !cols.is_multiple_of(kind.block_values())
             || rows.checked_mul(kind.row_bytes(cols)) != Some(data.len())
@@ -108,7 +133,7 @@ impl QMatrix {
             kind,
             rows,
             cols,
-            data,
+            parts: vec![(data, rows)],
         })
     }
 
@@ -123,19 +148,21 @@ impl QMatrix {
                 "only matrices of one kind and width stack".into(),
             ));
         }
-        self.data.extend_from_slice(&below.data);
+        self.parts.extend(below.parts);
         self.rows += below.rows;
         Ok(self)
     }
 
-    fn row_bytes(&self, r: usize) -> &[u8] {
-        let n = self.kind.row_bytes(self.cols);
-        &self.data[r * n..(r + 1) * n]
+    fn slices(&self) -> Rows<'_> {
+        Rows {
+            parts: self.parts.iter().map(|(b, n)| (&**b, *n)).collect(),
+            row_bytes: self.kind.row_bytes(self.cols),
+        }
     }
 
     /// Row `r` as f32 (an embedding lookup).
     pub(crate) fn row(&self, r: usize, out: &mut [f32]) {
-        quant::dequantize_row(self.kind, self.row_bytes(r), &mut out[..self.cols]);
+        quant::dequantize_row(self.kind, self.slices().get(r), &mut out[..self.cols]);
     }
 
     /// `out[t * rows + r] = W[r] · x[t]` for the `seq` activation rows in `x`.
@@ -145,13 +172,14 @@ impl QMatrix {
         if seq == 0 {
             return;
         }
+        let weights = self.slices();
         if seq == 1 {
             out[..self.rows]
                 .par_chunks_mut(MATVEC_CHUNK)
                 .enumerate()
                 .for_each(|(chunk, out)| {
                     for (i, o) in out.iter_mut().enumerate() {
-                        let w = self.row_bytes(chunk * MATVEC_CHUNK + i);
+                        let w = weights.get(chunk * MATVEC_CHUNK + i);
                         quant::dot_rows(self.kind, w, &xrows, std::slice::from_mut(o));
                     }
                 });
@@ -164,7 +192,7 @@ impl QMatrix {
             .enumerate()
             .for_each(|(chunk, block)| {
                 for (i, o) in block.chunks_exact_mut(seq).enumerate() {
-                    let w = self.row_bytes(chunk * MATMUL_CHUNK + i);
+                    let w = weights.get(chunk * MATMUL_CHUNK + i);
                     for (xs, o) in xrows.chunks(TILE).zip(o.chunks_mut(TILE)) {
                         quant::dot_rows(self.kind, w, xs, o);
                     }
@@ -253,7 +281,8 @@ mod tests {
     use super::*;
 
     fn dense(values: &[f32], rows: usize, cols: usize) -> Arc<QMatrix> {
-        Arc::new(QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(values)).unwrap())
+        let bytes = TensorBytes::Owned(q8_0_bytes(values));
+        Arc::new(QMatrix::new(Kind::Q8_0, rows, cols, bytes).unwrap())
     }
 
     /// One row at a time and many rows at once give the same numbers, stacked parts the
@@ -293,7 +322,8 @@ mod tests {
         }
         assert!(one.forward(&[0.0; 32], 1).is_err());
         assert!(one.forward(&x, 10).is_err());
-        assert!(QMatrix::new(Kind::Q4_1, 2, 32, vec![0; 39]).is_err());
-        assert!(QMatrix::new(Kind::Q4K, 1, 32, vec![0; 144]).is_err());
+        let owned = |n| TensorBytes::Owned(vec![0; n]);
+        assert!(QMatrix::new(Kind::Q4_1, 2, 32, owned(39)).is_err());
+        assert!(QMatrix::new(Kind::Q4K, 1, 32, owned(144)).is_err());
     }
 }
