@@ -40,3 +40,28 @@ impl Deref for TensorBytes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A view is made only inside the file, and reads the file's bytes.
+    #[test]
+    fn views_are_checked_against_the_map() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"0123456789").unwrap();
+        let map = Arc::new(FileMap::new(&file).unwrap());
+        assert_eq!(&*TensorBytes::mapped(&map, 2..5).unwrap(), b"234");
+        assert_eq!(&*TensorBytes::mapped(&map, 0..10).unwrap(), b"0123456789");
+        assert!(TensorBytes::mapped(&map, 9..11).is_none());
+        assert!(TensorBytes::mapped(&map, 11..11).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 5..3;
+        assert!(TensorBytes::mapped(&map, reversed).is_none());
+        let empty = tempfile::tempfile().unwrap();
+        let map = Arc::new(FileMap::new(&empty).unwrap());
+        assert!(map.is_empty());
+        assert!(TensorBytes::mapped(&map, 0..1).is_none());
+    }
+}
