@@ -279,6 +279,9 @@ impl Linear {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_map::FileMap;
+    use proptest::prelude::*;
+    use std::io::Write;
 
     fn dense(values: &[f32], rows: usize, cols: usize) -> Arc<QMatrix> {
         let bytes = TensorBytes::Owned(q8_0_bytes(values));
@@ -325,5 +328,70 @@ mod tests {
         let owned = |n| TensorBytes::Owned(vec![0; n]);
         assert!(QMatrix::new(Kind::Q4_1, 2, 32, owned(39)).is_err());
         assert!(QMatrix::new(Kind::Q4K, 1, 32, owned(144)).is_err());
+    }
+
+    /// `rows` rows of `cols` values in `kind`'s blocks from `noise`, with every f16 scale
+    /// set to `scale` (random bytes there could be NaN, and NaN equals nothing).
+    fn blocks(kind: Kind, rows: usize, cols: usize, noise: &[u8], scale: f32) -> Vec<u8> {
+        let len = rows * kind.row_bytes(cols);
+        let mut out: Vec<u8> = noise.iter().cycle().take(len).copied().collect();
+        let scales: &[usize] = match kind {
+            Kind::Q4_0 | Kind::Q8_0 => &[0],
+            Kind::Q4_1 | Kind::Q4K => &[0, 2],
+            Kind::Q6K => &[208],
+        };
+        let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
+        for block in out.chunks_exact_mut(kind.block_bytes()) {
+            for &at in scales {
+                block[at..at + 2].copy_from_slice(&bits);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Weights read from the mapped file at any byte offset (so f16 scales and blocks
+        /// at odd addresses) give exactly the products of the same bytes owned: the
+        /// kernels assume no alignment.
+        #[test]
+        fn a_view_at_any_offset_computes_what_owned_bytes_do(
+            kind in prop::sample::select(vec![Kind::Q4_0, Kind::Q4_1, Kind::Q8_0, Kind::Q4K, Kind::Q6K]),
+            rows in 1usize..40,
+            seq in 1usize..11,
+            offset in 0usize..8,
+            noise in prop::collection::vec(any::<u8>(), 1..512),
+            scale in 0.001f32..0.1,
+        ) {
+            let cols = kind.block_values();
+            let bytes = blocks(kind, rows, cols, &noise, scale);
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(&vec![0xA5; offset]).unwrap();
+            file.write_all(&bytes).unwrap();
+            let map = Arc::new(FileMap::new(&file).unwrap());
+            let view = TensorBytes::mapped(&map, offset..offset + bytes.len()).unwrap();
+            let mapped = QMatrix::new(kind, rows, cols, view).unwrap();
+            // The same rows as a view on top and owned bytes below, stacked as q/k/v are.
+            let (top, rb) = (rows / 2 + 1, kind.row_bytes(cols));
+            let upper = TensorBytes::mapped(&map, offset..offset + top * rb).unwrap();
+            let lower = TensorBytes::Owned(bytes[top * rb..].to_vec());
+            let stacked = QMatrix::new(kind, top, cols, upper)
+                .unwrap()
+                .stacked(QMatrix::new(kind, rows - top, cols, lower).unwrap())
+                .unwrap();
+            let owned = QMatrix::new(kind, rows, cols, TensorBytes::Owned(bytes)).unwrap();
+            let x: Vec<f32> = (0..seq * cols).map(|i| ((i * 7 % 13) as f32 - 6.0) / 3.0).collect();
+            let xq = quantize_activations(&x, cols);
+            let (mut a, mut b) = (vec![0f32; seq * rows], vec![0f32; seq * rows]);
+            mapped.matmul(&xq, seq, &mut a);
+            owned.matmul(&xq, seq, &mut b);
+            let mut c = vec![0f32; seq * rows];
+            stacked.matmul(&xq, seq, &mut c);
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(&c, &b);
+            let (mut ra, mut rb) = (vec![0f32; cols], vec![0f32; cols]);
+            mapped.row(rows - 1, &mut ra);
+            owned.row(rows - 1, &mut rb);
+            prop_assert_eq!(ra, rb);
+        }
     }
 }
