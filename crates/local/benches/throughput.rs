@@ -88,5 +88,17 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Loading the model file: the header parsed and the weights mapped (converted only where a
+/// type has no kernel), tokenizer and template built; the page cache holds the file.
+fn bench_load(c: &mut Criterion) {
+    let path = ensure_default_model(&mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let mut group = c.benchmark_group("smollm2-135m");
+    group.sample_size(20);
+    group.bench_function("load", |b| {
+        b.iter(|| LocalModel::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_load, bench);
 criterion_main!(benches);

@@ -2,6 +2,7 @@
 
 use crate::constraint::CallConstraint;
 use crate::error::LocalError;
+use crate::file_map::FileMap;
 use crate::gguf::Metadata;
 use crate::grammar::ToolCallGrammar;
 use crate::model::{Config, Transformer};
@@ -12,9 +13,10 @@ use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
 use crate::tools::{Segment, ToolCallParser, segments_to_blocks};
 use std::fs::File;
-use std::io::BufReader;
+use std::io::Cursor;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use whittle_protocol::Block;
 
@@ -196,12 +198,14 @@ impl LocalModel {
             path: path.clone(),
             source,
         };
-        let mut reader = BufReader::new(File::open(&path).map_err(io)?);
-        let content =
-            crate::gguf::read_content(&mut reader).map_err(|e| LocalError::InvalidModel {
+        let file = File::open(&path).map_err(io)?;
+        let map = Arc::new(FileMap::new(&file).map_err(io)?);
+        let content = crate::gguf::read_content(&mut Cursor::new(&map[..])).map_err(|e| {
+            LocalError::InvalidModel {
                 path: path.clone(),
                 message: whittle_protocol::first_line(&e).to_string(),
-            })?;
+            }
+        })?;
         let md = Metadata(&content.metadata);
         let architecture = md.string("general.architecture")?.to_string();
         let name = md.opt_string("general.name")?.map(str::to_string);
@@ -218,7 +222,7 @@ impl LocalModel {
             &token_text(tokenizer.eos()),
         )?;
         let context_window = cfg.context_length;
-        let transformer = Transformer::load(&content, &mut reader, &path, cfg)?;
+        let transformer = Transformer::load(&content, &map, &path, cfg)?;
         if transformer.vocab() < tokenizer.vocab_size() {
             return Err(LocalError::InvalidModel {
                 path,

@@ -15,8 +15,9 @@
 //! place; other types converted once to Q8_0), multiplied by 8-bit activations with AVX2
 //! kernels (see `quant.rs`) on the rayon pool (`RAYON_NUM_THREADS` sets its size), for
 //! prompts and decoding alike; `benches/throughput.rs` and `bench/local_vs_llamacpp.py`
-//! measure them. Resident memory is the file's tensor bytes plus the KV cache (the file is
-//! read once, not memory-mapped: that needs `unsafe`, which this workspace denies). The KV
+//! measure them. The file is memory-mapped read-only and those weights are views into
+//! the map, not copies: resident memory is the pages of the file in use (shared with the
+//! page cache and other processes on the same model) plus the KV cache. The KV
 //! cache of the last call is kept, so a request sharing a prefix with the previous one
 //! (system prompt, tools, earlier turns) processes only what follows the first changed
 //! token; [`LocalModel::stats`] counts the hits and the tokens per second. With
@@ -47,6 +48,7 @@ mod dequant;
 mod download;
 mod engine;
 mod error;
+mod file_map;
 mod gguf;
 mod grammar;
 mod linear;
@@ -56,6 +58,7 @@ mod prompt_cache;
 mod quant;
 mod sampler;
 pub mod template;
+mod tensor_bytes;
 pub mod tokenizer;
 pub mod tools;
 mod workspace_question;

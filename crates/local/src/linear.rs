@@ -14,6 +14,7 @@
 
 use crate::error::LocalError;
 use crate::quant::{self, BLOCK, Kind, TILE, XBlock};
+use crate::tensor_bytes::TensorBytes;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -23,12 +24,36 @@ const MATVEC_CHUNK: usize = 64;
 /// Output rows per rayon task for many activation rows (prompt processing).
 const MATMUL_CHUNK: usize = 16;
 
-/// A row-major matrix in one of the [`Kind`]s, as the file stores it.
+/// A row-major matrix in one of the [`Kind`]s, as the file stores it: one or more
+/// tensors' bytes stacked by row (q, k and v are separate tensors in the file but one
+/// matrix here; stacking keeps them where they are instead of copying them together).
 pub(crate) struct QMatrix {
     kind: Kind,
     rows: usize,
     cols: usize,
-    data: Vec<u8>,
+    /// Whole rows each, top to bottom, with their row counts.
+    parts: Vec<(TensorBytes, usize)>,
+}
+
+/// The rows of a [`QMatrix`] as plain slices, resolved once per product so the inner
+/// loops index slices instead of matching on where the bytes live.
+struct Rows<'a> {
+    parts: Vec<(&'a [u8], usize)>,
+    row_bytes: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Row `r`'s blocks (`r` below the matrix's rows).
+    #[inline]
+    fn get(&self, mut r: usize) -> &'a [u8] {
+        for &(bytes, rows) in &self.parts {
+            if r < rows {
+                return &bytes[r * self.row_bytes..(r + 1) * self.row_bytes];
+            }
+            r -= rows;
+        }
+        &[]
+    }
 }
 
 /// Quantizes `x` (whole rows of `cols` values, `cols` a multiple of [`BLOCK`]) to
@@ -81,7 +106,7 @@ pub fn quantized_matmul(
             x.len()
         )));
     }
-    let m = QMatrix::new(kind, rows, cols, weights.to_vec())?;
+    let m = QMatrix::new(kind, rows, cols, TensorBytes::Owned(weights.to_vec()))?;
     let seq = x.len() / cols;
     let mut out = vec![0f32; seq * rows];
     m.matmul(&quantize_activations(x, cols), seq, &mut out);
@@ -94,7 +119,7 @@ impl QMatrix {
         kind: Kind,
         rows: usize,
         cols: usize,
-        data: Vec<u8>,
+        data: TensorBytes,
     ) -> Result<Self, LocalError> {
         if !cols.is_multiple_of(kind.block_values())
             || rows.checked_mul(kind.row_bytes(cols)) != Some(data.len())
@@ -108,7 +133,7 @@ impl QMatrix {
             kind,
             rows,
             cols,
-            data,
+            parts: vec![(data, rows)],
         })
     }
 
@@ -123,19 +148,21 @@ impl QMatrix {
                 "only matrices of one kind and width stack".into(),
             ));
         }
-        self.data.extend_from_slice(&below.data);
+        self.parts.extend(below.parts);
         self.rows += below.rows;
         Ok(self)
     }
 
-    fn row_bytes(&self, r: usize) -> &[u8] {
-        let n = self.kind.row_bytes(self.cols);
-        &self.data[r * n..(r + 1) * n]
+    fn slices(&self) -> Rows<'_> {
+        Rows {
+            parts: self.parts.iter().map(|(b, n)| (&**b, *n)).collect(),
+            row_bytes: self.kind.row_bytes(self.cols),
+        }
     }
 
     /// Row `r` as f32 (an embedding lookup).
     pub(crate) fn row(&self, r: usize, out: &mut [f32]) {
-        quant::dequantize_row(self.kind, self.row_bytes(r), &mut out[..self.cols]);
+        quant::dequantize_row(self.kind, self.slices().get(r), &mut out[..self.cols]);
     }
 
     /// `out[t * rows + r] = W[r] · x[t]` for the `seq` activation rows in `x`.
@@ -145,13 +172,14 @@ impl QMatrix {
         if seq == 0 {
             return;
         }
+        let weights = self.slices();
         if seq == 1 {
             out[..self.rows]
                 .par_chunks_mut(MATVEC_CHUNK)
                 .enumerate()
                 .for_each(|(chunk, out)| {
                     for (i, o) in out.iter_mut().enumerate() {
-                        let w = self.row_bytes(chunk * MATVEC_CHUNK + i);
+                        let w = weights.get(chunk * MATVEC_CHUNK + i);
                         quant::dot_rows(self.kind, w, &xrows, std::slice::from_mut(o));
                     }
                 });
@@ -164,7 +192,7 @@ impl QMatrix {
             .enumerate()
             .for_each(|(chunk, block)| {
                 for (i, o) in block.chunks_exact_mut(seq).enumerate() {
-                    let w = self.row_bytes(chunk * MATMUL_CHUNK + i);
+                    let w = weights.get(chunk * MATMUL_CHUNK + i);
                     for (xs, o) in xrows.chunks(TILE).zip(o.chunks_mut(TILE)) {
                         quant::dot_rows(self.kind, w, xs, o);
                     }
@@ -251,9 +279,13 @@ impl Linear {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_map::FileMap;
+    use proptest::prelude::*;
+    use std::io::Write;
 
     fn dense(values: &[f32], rows: usize, cols: usize) -> Arc<QMatrix> {
-        Arc::new(QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(values)).unwrap())
+        let bytes = TensorBytes::Owned(q8_0_bytes(values));
+        Arc::new(QMatrix::new(Kind::Q8_0, rows, cols, bytes).unwrap())
     }
 
     /// One row at a time and many rows at once give the same numbers, stacked parts the
@@ -293,7 +325,73 @@ mod tests {
         }
         assert!(one.forward(&[0.0; 32], 1).is_err());
         assert!(one.forward(&x, 10).is_err());
-        assert!(QMatrix::new(Kind::Q4_1, 2, 32, vec![0; 39]).is_err());
-        assert!(QMatrix::new(Kind::Q4K, 1, 32, vec![0; 144]).is_err());
+        let owned = |n| TensorBytes::Owned(vec![0; n]);
+        assert!(QMatrix::new(Kind::Q4_1, 2, 32, owned(39)).is_err());
+        assert!(QMatrix::new(Kind::Q4K, 1, 32, owned(144)).is_err());
+    }
+
+    /// `rows` rows of `cols` values in `kind`'s blocks from `noise`, with every f16 scale
+    /// set to `scale` (random bytes there could be NaN, and NaN equals nothing).
+    fn blocks(kind: Kind, rows: usize, cols: usize, noise: &[u8], scale: f32) -> Vec<u8> {
+        let len = rows * kind.row_bytes(cols);
+        let mut out: Vec<u8> = noise.iter().cycle().take(len).copied().collect();
+        let scales: &[usize] = match kind {
+            Kind::Q4_0 | Kind::Q8_0 => &[0],
+            Kind::Q4_1 | Kind::Q4K => &[0, 2],
+            Kind::Q6K => &[208],
+        };
+        let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
+        for block in out.chunks_exact_mut(kind.block_bytes()) {
+            for &at in scales {
+                block[at..at + 2].copy_from_slice(&bits);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Weights read from the mapped file at any byte offset (so f16 scales and blocks
+        /// at odd addresses) give exactly the products of the same bytes owned: the
+        /// kernels assume no alignment.
+        #[test]
+        fn a_view_at_any_offset_computes_what_owned_bytes_do(
+            kind in prop::sample::select(vec![Kind::Q4_0, Kind::Q4_1, Kind::Q8_0, Kind::Q4K, Kind::Q6K]),
+            rows in 1usize..40,
+            seq in 1usize..11,
+            offset in 0usize..8,
+            noise in prop::collection::vec(any::<u8>(), 1..512),
+            scale in 0.001f32..0.1,
+        ) {
+            let cols = kind.block_values();
+            let bytes = blocks(kind, rows, cols, &noise, scale);
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(&vec![0xA5; offset]).unwrap();
+            file.write_all(&bytes).unwrap();
+            let map = Arc::new(FileMap::new(&file).unwrap());
+            let view = TensorBytes::mapped(&map, offset..offset + bytes.len()).unwrap();
+            let mapped = QMatrix::new(kind, rows, cols, view).unwrap();
+            // The same rows as a view on top and owned bytes below, stacked as q/k/v are.
+            let (top, rb) = (rows / 2 + 1, kind.row_bytes(cols));
+            let upper = TensorBytes::mapped(&map, offset..offset + top * rb).unwrap();
+            let lower = TensorBytes::Owned(bytes[top * rb..].to_vec());
+            let stacked = QMatrix::new(kind, top, cols, upper)
+                .unwrap()
+                .stacked(QMatrix::new(kind, rows - top, cols, lower).unwrap())
+                .unwrap();
+            let owned = QMatrix::new(kind, rows, cols, TensorBytes::Owned(bytes)).unwrap();
+            let x: Vec<f32> = (0..seq * cols).map(|i| ((i * 7 % 13) as f32 - 6.0) / 3.0).collect();
+            let xq = quantize_activations(&x, cols);
+            let (mut a, mut b) = (vec![0f32; seq * rows], vec![0f32; seq * rows]);
+            mapped.matmul(&xq, seq, &mut a);
+            owned.matmul(&xq, seq, &mut b);
+            let mut c = vec![0f32; seq * rows];
+            stacked.matmul(&xq, seq, &mut c);
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(&c, &b);
+            let (mut ra, mut rb) = (vec![0f32; cols], vec![0f32; cols]);
+            mapped.row(rows - 1, &mut ra);
+            owned.row(rows - 1, &mut rb);
+            prop_assert_eq!(ra, rb);
+        }
     }
 }

@@ -10,11 +10,12 @@
 
 use crate::attention::{Shape, attend};
 use crate::error::LocalError;
+use crate::file_map::FileMap;
 use crate::gguf::{Content, Metadata, TensorInfo};
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
-use std::io::{Read, Seek};
+use crate::tensor_bytes::TensorBytes;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -184,14 +185,15 @@ pub(crate) struct Transformer {
     cache: KvCache,
 }
 
-/// Reads one tensor, checking its shape, and converts quantizations without fast kernels.
-struct Loader<'a, R> {
+/// Finds one tensor in the mapped file, checking its shape, and converts quantizations
+/// without fast kernels.
+struct Loader<'a> {
     content: &'a Content,
-    reader: &'a mut R,
+    map: &'a Arc<FileMap>,
     path: &'a Path,
 }
 
-impl<'a, R: Read + Seek> Loader<'a, R> {
+impl<'a> Loader<'a> {
     fn invalid(&self, message: String) -> LocalError {
         LocalError::InvalidModel {
             path: self.path.to_path_buf(),
@@ -207,15 +209,16 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
             .ok_or_else(|| self.invalid(format!("tensor {name} is missing")))
     }
 
-    /// The stored bytes of tensor `info`.
-    fn bytes(&mut self, name: &str, info: &TensorInfo) -> Result<Vec<u8>, LocalError> {
+    /// The stored bytes of tensor `info`: a view of the map, checked to lie inside it.
+    fn bytes(&self, name: &str, info: &TensorInfo) -> Result<TensorBytes, LocalError> {
         self.content
-            .tensor_bytes(self.reader, info)
-            .map_err(|e| self.invalid(format!("tensor {name}: {e}")))
+            .tensor_range(info)
+            .and_then(|range| TensorBytes::mapped(self.map, range))
+            .ok_or_else(|| self.invalid(format!("tensor {name} lies beyond the end of the file")))
     }
 
     /// Reads one tensor as f32, checking its shape.
-    fn read(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, LocalError> {
+    fn read(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, LocalError> {
         let info = self.info(name)?;
         if info.dims != shape {
             return Err(self.invalid(format!(
@@ -246,7 +249,7 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
 
     /// One weight matrix in its file blocks: the kinds with a kernel are read as stored;
     /// any other is converted once to Q8_0 (never kept as f32).
-    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QMatrix, LocalError> {
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<QMatrix, LocalError> {
         let info = self.info(name)?;
         if info.dims != [rows, cols] {
             return Err(self.invalid(format!(
@@ -258,7 +261,8 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
         let kind = info.ty.kernel_kind();
         let Some(kind) = kind.filter(|k| cols.is_multiple_of(k.block_values())) else {
             let values = self.read(name, &[rows, cols])?;
-            return QMatrix::new(Kind::Q8_0, rows, cols, q8_0_bytes(&values));
+            let converted = TensorBytes::Owned(q8_0_bytes(&values));
+            return QMatrix::new(Kind::Q8_0, rows, cols, converted);
         };
         let data = self.bytes(name, info)?;
         QMatrix::new(kind, rows, cols, data)
@@ -268,7 +272,7 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
     /// matrix when they share a kind (q/k/v and gate/up are fused so each layer makes four
     /// products, not seven).
     fn linear(
-        &mut self,
+        &self,
         parts: &[(&str, usize)],
         cols: usize,
         bias: bool,
@@ -306,17 +310,15 @@ impl<'a, R: Read + Seek> Loader<'a, R> {
 }
 
 impl Transformer {
-    pub(crate) fn load<R: Read + Seek>(
+    /// The weights of the file `map` (whose header is `content`), as views of the map
+    /// where the kernels read the stored type.
+    pub(crate) fn load(
         content: &Content,
-        reader: &mut R,
+        map: &Arc<FileMap>,
         path: &Path,
         mut cfg: Config,
     ) -> Result<Self, LocalError> {
-        let mut l = Loader {
-            content,
-            reader,
-            path,
-        };
+        let l = Loader { content, map, path };
         let Some(embd_info) = content.tensor_infos.get("token_embd.weight") else {
             return Err(l.invalid("tensor token_embd.weight is missing".into()));
         };

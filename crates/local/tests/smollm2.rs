@@ -261,3 +261,38 @@ fn the_prompt_cache_on_disk_gives_the_same_greedy_reply() {
     let off = greedy(&mut m, system, &messages);
     assert_eq!(off.raw_text, cold.raw_text);
 }
+
+/// The weights as loaded compute what they computed when the file was read into buffers:
+/// 64 greedy tokens of a fixed prompt, recorded with that loader, come out the same now
+/// that tensors are views into the memory-mapped file.
+#[test]
+fn greedy_decoding_of_a_fixed_prompt_is_pinned() {
+    let mut m = model().lock().unwrap();
+    let params = GenerationParams {
+        max_tokens: 64,
+        temperature: 0.0,
+        top_p: 1.0,
+        repeat_penalty: 1.0,
+        ..GenerationParams::default()
+    };
+    let messages = [Message::user(
+        "Explain in a few sentences what a hash map is and when to use one.",
+    )];
+    let request = ChatRequest {
+        system: "You are a concise assistant for a software engineer.",
+        messages: &messages,
+        tools: &[],
+    };
+    m.reset_cache();
+    let reply = m
+        .complete(&request, &params, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    eprintln!("pinned: {:?}", reply.raw_text);
+    assert_eq!(reply.raw_text, PINNED);
+}
+
+/// Recorded from the loader that read every tensor into a `Vec<u8>` (before the map).
+const PINNED: &str = "A hash map is a data structure that maps keys to values, making it \
+suitable for use in algorithms that require efficient lookup and insertion. It's a type of \
+hash table that uses hash codes to map keys to values, which can be useful in situations \
+where a hash table needs to be modified or reused.\n\nHash";

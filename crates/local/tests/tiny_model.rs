@@ -572,6 +572,30 @@ fn malformed_files_are_errors_not_panics() {
     assert!(matches!(err, LocalError::Io { .. }));
 }
 
+/// The file is mapped, and every tensor is a view into the map: cut anywhere (in the
+/// header, between tensors, one byte short of the last), it is a one-line error naming
+/// the file, never a read past the map's end.
+#[test]
+fn a_mapped_file_cut_anywhere_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(write_model(dir.path(), false)).unwrap();
+    let path = dir.path().join("cut.gguf");
+    let step = (good.len() / 97).max(1);
+    let ends = (0..good.len()).step_by(step).chain([good.len() - 1]);
+    for end in ends {
+        std::fs::write(&path, &good[..end]).unwrap();
+        let err = LocalModel::load(&path).unwrap_err();
+        let message = err.to_string();
+        assert!(!message.contains('\n'), "cut at {end}: {message}");
+        assert!(
+            matches!(err, LocalError::InvalidModel { .. }),
+            "cut at {end}: {message}"
+        );
+    }
+    std::fs::write(&path, &good).unwrap();
+    assert!(LocalModel::load(&path).is_ok());
+}
+
 #[test]
 fn rope_frequency_factors_from_the_file_change_positions() {
     // Head dimension 16: eight rotary frequencies.

@@ -2,9 +2,9 @@
 //! may depend on which (from `cargo metadata`, with the reason when one
 //! breaks), and a tidy pass over the sources as rust-analyzer's `xtask
 //! tidy` does: no async in the synchronous core, no `Result<_, String>` in
-//! a library's public functions, every crate root opening with an overview
-//! and an example that compiles (and runs, unless it needs a server or a
-//! model file).
+//! a library's public functions, `unsafe` lifted in one listed module only,
+//! every crate root opening with an overview and an example that compiles
+//! (and runs, unless it needs a server or a model file).
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -263,6 +263,60 @@ fn the_synchronous_core_has_no_async() {
             if text.contains("async fn") || text.contains(".await") {
                 broken.push(format!("{} uses async", file.display()));
             }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The only files whose code may lift the workspace's `unsafe_code = "deny"`, and why.
+const UNSAFE_ALLOWED: &[(&str, &str)] = &[(
+    "crates/local/src/file_map.rs",
+    "maps the model file read-only (memmap2's map is unsafe: another process could truncate the file)",
+)];
+
+/// `unsafe` is denied for the workspace and lifted in exactly the files of
+/// [`UNSAFE_ALLOWED`], once each: an attribute naming the lint anywhere else (allow,
+/// expect or warn), or a crate that does not take the workspace's lints, fails.
+#[test]
+fn unsafe_code_is_allowed_in_one_module_only() {
+    let root = workspace_root();
+    let mut broken = Vec::new();
+    let mut found: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, dir) in crate_dirs() {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let lints = manifest.split("[lints]").nth(1).unwrap_or("");
+        let takes_workspace = lints
+            .lines()
+            .take_while(|l| !l.starts_with('['))
+            .any(|l| l.split_whitespace().collect::<String>() == "workspace=true");
+        if !takes_workspace || manifest.contains("unsafe_code") {
+            broken.push(format!(
+                "crates/{name}/Cargo.toml must take the workspace's lints unchanged"
+            ));
+        }
+        for file in rust_files(&dir) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let relative = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            for (i, line) in text.lines().enumerate() {
+                let line = line.trim_start();
+                if line.starts_with('#') && line.contains("unsafe_code") {
+                    *found.entry(relative.clone()).or_default() += 1;
+                    if !UNSAFE_ALLOWED.iter().any(|(f, _)| *f == relative) {
+                        broken.push(format!("{relative}:{}: {line}", i + 1));
+                    }
+                }
+            }
+        }
+    }
+    for (file, why) in UNSAFE_ALLOWED {
+        if found.get(*file) != Some(&1) {
+            broken.push(format!(
+                "{file} should lift unsafe_code exactly once (it {why})"
+            ));
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
