@@ -10,8 +10,10 @@
 //! error line is shown once; a repeated command line once, its newest run
 //! with its exit status, and how many times it ran (`×14`).
 
-use super::render::{command_line, error_line, file_line};
+use super::render::{command_line, error_line, file_tail};
+use super::tree::PathTree;
 use super::{FileUse, Ledger};
+use crate::controls_to_spaces;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The share of the room (1 in this many characters) the newest facts
@@ -50,6 +52,9 @@ struct Choice<'a> {
     /// Command lines shown (without their exit status): a command run
     /// again is shown once, with its count.
     command_lines: HashSet<&'a str>,
+    /// The files chosen, as the tree they are shown as: what a file adds
+    /// depends on the folders it shares with those chosen before.
+    tree: PathTree,
 }
 
 impl Ledger {
@@ -148,8 +153,25 @@ impl Ledger {
         runs: &HashMap<&str, u32>,
     ) {
         for entry in entries {
+            if let Entry::File(i) = entry {
+                if choice.files.contains(&i) {
+                    continue;
+                }
+                let f = &self.files[i];
+                let path = controls_to_spaces(&f.path);
+                let place = choice.tree.place(&path);
+                let tail = file_tail(f).len();
+                let cost = choice.tree.cost(&place, path.len(), tail);
+                if cost > *left {
+                    break;
+                }
+                *left -= cost;
+                choice.tree.insert(place, &path, i, tail);
+                choice.files.insert(i);
+                continue;
+            }
             let line = match entry {
-                Entry::File(i) if choice.files.contains(&i) => continue,
+                Entry::File(_) => continue,
                 Entry::Command(i)
                     if choice
                         .command_lines
@@ -158,7 +180,6 @@ impl Ledger {
                     continue;
                 }
                 Entry::Error(i) if choice.errors.contains(&i) => continue,
-                Entry::File(i) => file_line(&self.files[i]),
                 Entry::Command(i) => {
                     let c = &self.commands[i];
                     command_line(c, runs.get(c.line.as_str()).copied().unwrap_or(1))
@@ -174,9 +195,7 @@ impl Ledger {
             }
             *left -= line.len();
             match entry {
-                Entry::File(i) => {
-                    choice.files.insert(i);
-                }
+                Entry::File(_) => {}
                 Entry::Command(i) => {
                     choice.commands.push(i);
                     choice.command_lines.insert(self.commands[i].line.as_str());

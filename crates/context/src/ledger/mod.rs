@@ -18,9 +18,10 @@ mod choose;
 mod command_paths;
 mod memo;
 mod render;
+mod tree;
 
 pub(crate) use memo::LedgerMemo;
-pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
+pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_file_paths, ledger_section};
 
 use crate::first_line;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker};
