@@ -95,7 +95,9 @@ impl Ledger {
             &mut choice,
             &runs,
         );
-        *left -= share - share_left;
+        // A file can free room (a folder line that shortens those under
+        // it), so what is left of the share can be more than the share.
+        *left = *left + share_left - share;
 
         let by_recency = |used: bool| {
             let mut files: Vec<(u64, usize)> = self
@@ -162,10 +164,10 @@ impl Ledger {
                 let place = choice.tree.place(&path);
                 let tail = file_tail(f).len();
                 let cost = choice.tree.cost(&place, path.len(), tail);
-                if cost > *left {
+                if cost > 0 && cost.unsigned_abs() > *left {
                     break;
                 }
-                *left -= cost;
+                *left = left.saturating_add_signed(-cost);
                 choice.tree.insert(place, &path, i, tail);
                 choice.files.insert(i);
                 continue;

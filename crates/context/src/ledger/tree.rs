@@ -12,22 +12,32 @@
 //! ```text
 //! - /home/me/project/
 //!   - Cargo.toml (Read)
-//!   - src/
-//!     - lib.rs (Read ×3, Edit)
-//!     - main.rs (Read)
+//!   - src/lib.rs (Read ×3, Edit)
+//!   - src/main.rs (Read)
 //! - README.md (Read)
 //! ```
 //!
-//! A line is cut from the one above only after a `/`, so every line names
-//! whole folders and file names as written. [`expand_files`] turns the
-//! lines back into full paths; the read-back and replay's survival probe
-//! both read a ledger's files with it. The tree's shape depends only on
-//! which paths are in it (a trie over `/`-ended segments, a folder with one
-//! entry under it merged into that entry), so what a file adds to the
-//! section's length is known exactly when the budget is spent
-//! ([`PathTree::cost`]), in whatever order files are chosen.
+//! A folder whose whole path is short (`/`, `src/`, `/home/me/project/src/`
+//! under a line that already says `/home/me/project/`) is not worth a line
+//! and two more spaces on every line under it ([`MIN_FOLDER_CHARS`]): its
+//! entries say it themselves. A line is cut from the one above only after
+//! a `/`, so every line names whole folders and file names as written.
+//! [`expand_files`] turns the lines back into full paths; the read-back and
+//! replay's survival probe both read a ledger's files with it.
+//!
+//! The tree's shape depends only on which paths are in it (a trie over
+//! `/`-ended segments, a folder with one entry under it merged into that
+//! entry), so what a file adds to the section's length is known exactly
+//! when the budget is spent ([`PathTree::cost`]), in whatever order files
+//! are chosen; it can be less than nothing, when the file makes a folder
+//! line that shortens the lines already under it.
 
 use std::fmt::Write as _;
+
+/// A folder without an entry of its own whose whole path is shorter than
+/// this is not a line: a line pays for itself only when it saves more than
+/// its own length and the two spaces it adds to every line under it.
+const MIN_FOLDER_CHARS: usize = 8;
 
 /// The files of a ledger section, as a trie of their paths cut after each `/`.
 #[derive(Clone, Debug)]
@@ -40,6 +50,8 @@ pub(super) struct PathTree {
 struct Node {
     /// The path's text after the node above's: whole segments.
     text: String,
+    /// Bytes of the whole path up to and with `text`.
+    full: usize,
     /// In the order they came.
     children: Vec<usize>,
     /// The entry whose path ends here (the caller's index) and the length
@@ -47,14 +59,28 @@ struct Node {
     entry: Option<(usize, usize)>,
     /// Lines this node and everything under it render as.
     lines: usize,
+    /// Lines that spell this node's text: 1 for a line of its own, else
+    /// those of its children.
+    heads: usize,
+}
+
+impl Node {
+    /// Whether the node has a line of its own.
+    fn is_line(&self) -> bool {
+        self.entry.is_some() || self.children.is_empty() || self.full >= MIN_FOLDER_CHARS
+    }
 }
 
 /// Where a path goes in a tree, found by [`PathTree::place`].
 #[derive(Clone, Debug)]
 pub(super) struct Place {
-    /// The nodes the path runs through, from the root; the new line goes
-    /// under the last, at depth `chain.len() - 1`.
+    /// The nodes the path runs through, from the root.
     chain: Vec<usize>,
+    /// The depth of the lines directly under the chain's last node, and
+    /// how many bytes of their path those lines spell for the nodes above
+    /// that have no line.
+    depth: usize,
+    spelled: usize,
     /// Bytes of the path the chain's nodes spell.
     at: usize,
     kind: PlaceKind,
@@ -64,11 +90,11 @@ pub(super) struct Place {
 enum PlaceKind {
     /// A new line under the chain's last node.
     Leaf,
-    /// The path is a folder line's: the entry goes on that line.
+    /// The path is a folder's, which gets the entry (and a line).
     Mark(usize),
     /// The path shares `common` bytes (whole segments) of the text of
-    /// `child`, the chain's last node's `slot`th: a folder line is made of
-    /// them, with the child and the path under it.
+    /// `child`, the chain's last node's `slot`th: they become a folder,
+    /// with the child and the path under it.
     Split {
         child: usize,
         slot: usize,
@@ -81,17 +107,19 @@ impl Default for PathTree {
         PathTree {
             nodes: vec![Node {
                 text: String::new(),
+                full: 0,
                 children: Vec::new(),
                 entry: None,
                 lines: 0,
+                heads: 0,
             }],
         }
     }
 }
 
 /// The length of a line at `depth` whose text (after `- `) is `text` bytes.
-fn line_len(depth: usize, text: usize) -> usize {
-    2 * depth + 2 + text + 1
+fn line_len(depth: usize, text: usize) -> isize {
+    (2 * depth + 2 + text + 1) as isize
 }
 
 /// The first segment of `path`: through its first `/`, or all of it.
@@ -114,64 +142,83 @@ fn common_segments(a: &str, b: &str) -> usize {
 impl PathTree {
     /// Where `path` would go.
     pub(super) fn place(&self, path: &str) -> Place {
-        let mut chain = vec![0];
-        let mut at = 0;
+        let mut place = Place {
+            chain: vec![0],
+            depth: 0,
+            spelled: 0,
+            at: 0,
+            kind: PlaceKind::Leaf,
+        };
         loop {
-            let node = chain[chain.len() - 1];
-            let rest = &path[at..];
+            let node = place.chain[place.chain.len() - 1];
+            let rest = &path[place.at..];
             let first = first_segment(rest);
             let found =
                 self.nodes[node].children.iter().enumerate().find(|(_, c)| {
                     !first.is_empty() && first_segment(&self.nodes[**c].text) == first
                 });
             let Some((slot, &child)) = found else {
-                return Place {
-                    chain,
-                    at,
-                    kind: PlaceKind::Leaf,
-                };
+                return place;
             };
-            let text = &self.nodes[child].text;
-            let common = common_segments(text, rest);
-            let kind = if common < text.len() {
-                PlaceKind::Split {
+            let c = &self.nodes[child];
+            let common = common_segments(&c.text, rest);
+            if common < c.text.len() {
+                place.kind = PlaceKind::Split {
                     child,
                     slot,
                     common,
-                }
+                };
             } else if common < rest.len() {
-                chain.push(child);
-                at += common;
+                place.chain.push(child);
+                place.at += common;
+                if c.is_line() {
+                    place.depth += 1;
+                    place.spelled = 0;
+                } else {
+                    place.spelled += common;
+                }
                 continue;
-            } else if self.nodes[child].entry.is_none() {
-                PlaceKind::Mark(child)
-            } else {
-                // The same path twice (two that read the same once their
-                // control characters are spaces): a line of its own.
-                PlaceKind::Leaf
-            };
-            return Place { chain, at, kind };
+            } else if c.entry.is_none() {
+                place.kind = PlaceKind::Mark(child);
+            }
+            // Else the same path twice (two that read the same once their
+            // control characters are spaces): a line of its own.
+            return place;
         }
     }
 
     /// The bytes the section grows by when a path of `path_len` bytes goes
-    /// at `place` with `tail` bytes after it on its line.
-    pub(super) fn cost(&self, place: &Place, path_len: usize, tail: usize) -> usize {
-        let depth = place.chain.len() - 1;
+    /// at `place` with `tail` bytes after it on its line (less than 0 when
+    /// a new folder line shortens more than it adds).
+    pub(super) fn cost(&self, place: &Place, path_len: usize, tail: usize) -> isize {
+        let (d, p) = (place.depth, place.spelled);
         let rest = path_len - place.at;
+        // What a node gets by becoming a line at depth d with `text` bytes
+        // spelled on it: its head lines no longer spell them, and it and
+        // everything under it move two spaces right.
+        let becomes_line = |n: &Node, text: usize, tail: usize| {
+            line_len(d, p + text + tail) - ((p + text) * n.heads) as isize + (2 * n.lines) as isize
+        };
         match place.kind {
-            PlaceKind::Leaf => line_len(depth, rest + tail),
-            PlaceKind::Mark(_) => tail,
-            PlaceKind::Split { child, common, .. } => {
-                // The child and everything under it move two spaces right,
-                // and its line no longer spells the common part.
-                let moved = 2 * self.nodes[child].lines;
-                if common == rest {
-                    line_len(depth, common + tail) - common + moved
+            PlaceKind::Leaf => line_len(d, p + rest + tail),
+            PlaceKind::Mark(n) => {
+                let n = &self.nodes[n];
+                if n.is_line() {
+                    tail as isize
                 } else {
-                    line_len(depth, common) - common
-                        + moved
-                        + line_len(depth + 1, rest - common + tail)
+                    becomes_line(n, n.text.len(), tail)
+                }
+            }
+            PlaceKind::Split { child, common, .. } => {
+                let c = &self.nodes[child];
+                if common == rest {
+                    becomes_line(c, common, tail)
+                } else if place.at + common >= MIN_FOLDER_CHARS {
+                    becomes_line(c, common, 0) + line_len(d + 1, rest - common + tail)
+                } else {
+                    // A folder without a line: the child's lines spell
+                    // it as before, the path's line spells it too.
+                    line_len(d, p + rest + tail)
                 }
             }
         }
@@ -182,15 +229,24 @@ impl PathTree {
     pub(super) fn insert(&mut self, place: Place, path: &str, entry: usize, tail: usize) {
         let rest = &path[place.at..];
         let parent = place.chain[place.chain.len() - 1];
-        let added = match place.kind {
+        let entry = Some((entry, tail));
+        // Lines added, and heads before and after of the node that changed
+        // under the chain.
+        let (lines, heads_before, heads_after) = match place.kind {
             PlaceKind::Leaf => {
-                let leaf = self.push(rest, Vec::new(), Some((entry, tail)), 1);
+                let leaf = self.push(rest, path.len(), Vec::new(), entry, 1, 1);
                 self.nodes[parent].children.push(leaf);
-                1
+                (1, 0, 1)
             }
-            PlaceKind::Mark(node) => {
-                self.nodes[node].entry = Some((entry, tail));
-                0
+            PlaceKind::Mark(n) => {
+                let was_line = self.nodes[n].is_line();
+                let node = &mut self.nodes[n];
+                let before = node.heads;
+                node.entry = entry;
+                node.heads = 1;
+                let added = usize::from(!was_line);
+                node.lines += added;
+                (added, before, 1)
             }
             PlaceKind::Split {
                 child,
@@ -198,59 +254,96 @@ impl PathTree {
                 common,
             } => {
                 let text: String = self.nodes[child].text.drain(..common).collect();
-                let below = self.nodes[child].lines;
-                let (folder, added) = if common == rest.len() {
-                    let folder = self.push(&text, vec![child], Some((entry, tail)), below + 1);
-                    (folder, 1)
+                let full = place.at + common;
+                let (below, heads) = (self.nodes[child].lines, self.nodes[child].heads);
+                let folder = if common == rest.len() {
+                    self.push(&text, full, vec![child], entry, below + 1, 1)
                 } else {
-                    let leaf = self.push(&rest[common..], Vec::new(), Some((entry, tail)), 1);
-                    let folder = self.push(&text, vec![child, leaf], None, below + 2);
-                    (folder, 2)
+                    let leaf = self.push(&rest[common..], path.len(), Vec::new(), entry, 1, 1);
+                    let folder = self.push(&text, full, vec![child, leaf], None, below + 1, 0);
+                    let node = &mut self.nodes[folder];
+                    if node.is_line() {
+                        node.lines += 1;
+                        node.heads = 1;
+                    } else {
+                        node.heads = heads + 1;
+                    }
+                    folder
                 };
                 self.nodes[parent].children[slot] = folder;
-                added
+                let node = &self.nodes[folder];
+                (node.lines - below, heads, node.heads)
             }
         };
-        for &n in &place.chain {
-            self.nodes[n].lines += added;
+        // Up the chain: every node holds the new lines; those without a
+        // line of their own, up to the first with one, the new heads.
+        let mut heads_change = true;
+        for &n in place.chain.iter().rev() {
+            let node = &mut self.nodes[n];
+            node.lines += lines;
+            if heads_change && n != 0 && !node.is_line() {
+                node.heads = node.heads + heads_after - heads_before;
+            } else {
+                heads_change = false;
+            }
         }
     }
 
     fn push(
         &mut self,
         text: &str,
+        full: usize,
         children: Vec<usize>,
         entry: Option<(usize, usize)>,
         lines: usize,
+        heads: usize,
     ) -> usize {
         self.nodes.push(Node {
             text: text.to_owned(),
+            full,
             children,
             entry,
             lines,
+            heads,
         });
         self.nodes.len() - 1
     }
 
     /// The tree's lines, each entry's followed by `tail(entry)`.
     pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize) -> String) {
-        let mut stack: Vec<(usize, usize)> = self.nodes[0]
+        // (node, depth, what the nodes above without a line spell)
+        let mut stack: Vec<(usize, usize, String)> = self.nodes[0]
             .children
             .iter()
             .rev()
-            .map(|&c| (c, 0))
+            .map(|&c| (c, 0, String::new()))
             .collect();
-        while let Some((n, depth)) = stack.pop() {
+        while let Some((n, depth, spelled)) = stack.pop() {
             let node = &self.nodes[n];
+            if !node.is_line() {
+                let spelled = format!("{spelled}{}", node.text);
+                stack.extend(
+                    node.children
+                        .iter()
+                        .rev()
+                        .map(|&c| (c, depth, spelled.clone())),
+                );
+                continue;
+            }
             let after = node.entry.map(|(i, _)| tail(i)).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{:indent$}- {}{after}",
+                "{:indent$}- {spelled}{}{after}",
                 "",
                 node.text,
                 indent = 2 * depth
             );
-            stack.extend(node.children.iter().rev().map(|&c| (c, depth + 1)));
+            stack.extend(
+                node.children
+                    .iter()
+                    .rev()
+                    .map(|&c| (c, depth + 1, String::new())),
+            );
         }
     }
 }
@@ -292,7 +385,7 @@ mod tests {
 
     /// The tree of `paths`, inserted in that order, each with tail ` (T)`,
     /// rendered; and what the insertions said they would cost.
-    fn rendered(paths: &[String]) -> (String, usize) {
+    fn rendered(paths: &[String]) -> (String, isize) {
         let mut tree = PathTree::default();
         let mut cost = 0;
         for (i, p) in paths.iter().enumerate() {
@@ -306,6 +399,7 @@ mod tests {
     }
 
     #[test]
+    /// `/`, `src/`: too short to be worth a line of their own.
     fn shared_folders_are_lines_of_their_own_and_expand_back() {
         let paths: Vec<String> = [
             "/home/me/p/Cargo.toml",
@@ -316,6 +410,9 @@ mod tests {
             "/home/me/q.txt",
             "deps.get",
             "deps/x/a.erl",
+            "/etc/hosts",
+            "src/a.rs",
+            "src/b.rs",
         ]
         .map(str::to_owned)
         .to_vec();
@@ -329,11 +426,14 @@ mod tests {
                    - lib.rs (T)\n      \
                    - main.rs (T)\n  \
                - q.txt (T)\n\
+             - /etc/hosts (T)\n\
              - README.md (T)\n\
              - deps.get (T)\n\
-             - deps/x/a.erl (T)\n"
+             - deps/x/a.erl (T)\n\
+             - src/a.rs (T)\n\
+             - src/b.rs (T)\n"
         );
-        assert_eq!(cost, text.len());
+        assert_eq!(cost, text.len() as isize);
         let back: Vec<(String, &str)> = expand_files(text.lines());
         let back: BTreeSet<&str> = back
             .iter()
@@ -391,7 +491,7 @@ mod tests {
                 paths[k..].reverse();
             }
             let (text, cost) = rendered(&paths);
-            prop_assert_eq!(cost, text.len(), "{}", text);
+            prop_assert_eq!(cost, text.len() as isize, "{}", text);
             let back = expand_files(text.lines());
             prop_assert!(back.iter().all(|(_, u)| *u == "T"), "{}", text);
             let back: BTreeSet<String> = back.into_iter().map(|(p, _)| p).collect();
