@@ -292,10 +292,13 @@ impl Recorder {
                     return;
                 }
                 let text = message.text();
-                if let Some(earlier) = render::read_back(&text) {
-                    if self.carry_markers {
+                if self.carry_markers {
+                    if let Some(earlier) = render::read_back(&text) {
                         ledger.absorb(earlier);
+                        return;
                     }
+                } else if ledger_section(&text).is_some() {
+                    // Passed over: not read back only to be dropped.
                     return;
                 }
                 if is_harness_text(message, &text) {
