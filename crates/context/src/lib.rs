@@ -67,7 +67,7 @@ mod recovery;
 mod session_log;
 mod summarize;
 pub use history::{BlockRef, EditedSpan, History};
-pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_section};
+pub use ledger::{LEDGER_CLOSE, LEDGER_OPEN, Ledger, ledger_file_paths, ledger_section};
 pub use limits::{Limits, TokenBudget};
 pub use markers::{COMPACTED_HEADER, REACTIVE_HEADER};
 pub use meter::{CharMeter, Meter, TokenMeter, Unit};

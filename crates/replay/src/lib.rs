@@ -64,5 +64,5 @@ pub use report::{
 pub use stand_in::StandInSummarizer;
 pub use survival::{
     COMMAND_PROBE_CHARS, Fact, FactKind, PERSON_PROBE_CHARS, Survival, Tally, command_probe,
-    context_text, ledger_chars, message_facts, person_probe, recorded_survival,
+    context_text, ledger_chars, ledger_paths_text, message_facts, person_probe, recorded_survival,
 };

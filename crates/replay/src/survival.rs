@@ -6,7 +6,10 @@
 //! inputs, bash commands (first line, [`COMMAND_PROBE_CHARS`] characters),
 //! and what the person wrote ([`PERSON_PROBE_CHARS`] characters), all with
 //! whitespace collapsed. A fact survives when the next request's full text
-//! (system prompt and every message, whitespace collapsed) contains it.
+//! (system prompt and every message, whitespace collapsed) contains it; a
+//! path also when a state ledger in it lists a file whose whole path
+//! contains it (the ledger shows its files as a tree of shared folders,
+//! expanded back as whittle reads it: [`ledger_file_paths`]).
 //!
 //! The path probe is deliberately simpler than the state ledger's shell
 //! scan and independent of it: it is the ruler the ledger is measured with.
@@ -16,7 +19,9 @@ use crate::prompt_cache::hash;
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 use std::collections::{BTreeSet, HashMap};
-use whittle_context::{History, ledger_section, path_tokens, tool_input_strings};
+use whittle_context::{
+    History, ledger_file_paths, ledger_section, path_tokens, tool_input_strings,
+};
 use whittle_protocol::{Block, Message, Role, collapse_whitespace, prefix_chars};
 
 /// Characters of a command's first line a probe keeps.
@@ -142,18 +147,34 @@ pub fn context_text(system: Option<&str>, messages: &[Message]) -> String {
     collapse_whitespace(&text)
 }
 
+/// The whole paths of the files the state ledgers in `messages` list, one
+/// a line, whitespace collapsed: where a path fact is also looked up.
+pub fn ledger_paths_text(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for section in messages.iter().filter_map(ledger_of) {
+        for path in ledger_file_paths(section) {
+            out.push_str(&collapse_whitespace(&path));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The ledger section of a compaction marker written by whittle.
+fn ledger_of(m: &Message) -> Option<&str> {
+    match m.content() {
+        whittle_protocol::Content::Text(text) if m.role() == Role::User => ledger_section(text),
+        _ => None,
+    }
+}
+
 /// Characters of the state ledgers the compaction markers in `messages`
 /// carry (read as the pipeline writes them: [`ledger_section`]).
 pub fn ledger_chars<'a>(messages: impl IntoIterator<Item = &'a Message>) -> usize {
     messages
         .into_iter()
-        .filter(|m| m.role() == Role::User)
-        .filter_map(|m| match m.content() {
-            whittle_protocol::Content::Text(text) => {
-                ledger_section(text).map(|s| s.chars().count())
-            }
-            whittle_protocol::Content::Blocks(_) => None,
-        })
+        .filter_map(ledger_of)
+        .map(|s| s.chars().count())
         .sum()
 }
 
@@ -206,16 +227,18 @@ pub struct Survival {
 }
 
 impl Survival {
-    /// Looks every fact up in `context` (as made by [`context_text`]).
-    pub fn probe(&mut self, facts: &BTreeSet<Fact>, context: &str) {
+    /// Looks every fact up in `context` (as made by [`context_text`]), and
+    /// a path also in `ledger_paths` (as made by [`ledger_paths_text`]).
+    pub fn probe(&mut self, facts: &BTreeSet<Fact>, context: &str, ledger_paths: &str) {
         for fact in facts {
-            let tally = match fact.kind {
-                FactKind::Path => &mut self.paths,
-                FactKind::Command => &mut self.commands,
-                FactKind::Person => &mut self.person,
+            let (tally, elsewhere) = match fact.kind {
+                FactKind::Path => (&mut self.paths, ledger_paths),
+                FactKind::Command => (&mut self.commands, ""),
+                FactKind::Person => (&mut self.person, ""),
             };
             tally.probed += 1;
-            if context.contains(fact.text.as_str()) {
+            let text = fact.text.as_str();
+            if context.contains(text) || elsewhere.contains(text) {
                 tally.survived += 1;
             }
         }
@@ -335,7 +358,11 @@ impl SurvivalProbe {
             .cloned()
             .collect();
         if !removed.is_empty() {
-            survival.probe(&removed, &context_text(system, messages));
+            survival.probe(
+                &removed,
+                &context_text(system, messages),
+                &ledger_paths_text(messages),
+            );
         }
         if replaced {
             survival.compactions += 1;
@@ -374,9 +401,11 @@ pub fn recorded_survival(c: &Conversation) -> Option<Survival> {
             continue;
         };
         survival.compactions += 1;
+        // The recording agent's own summaries: their text, literally.
         survival.probe(
             &facts,
             &context_text(c.system.as_deref(), &c.messages[at..end]),
+            "",
         );
     }
     (survival.compactions > 0).then_some(survival)
@@ -471,12 +500,50 @@ mod tests {
             )]),
         ];
         let mut s = Survival::default();
-        s.probe(&facts, &context_text(Some("system"), &next));
+        s.probe(&facts, &context_text(Some("system"), &next), "");
         assert_eq!((s.commands.survived, s.commands.probed), (1, 2));
         assert_eq!((s.person.survived, s.person.probed), (1, 1));
         assert_eq!((s.paths.survived, s.paths.probed), (0, 1));
         assert_eq!(s.commands.percent(), Some(50.0));
         assert_eq!(Tally::default().percent(), None);
+    }
+
+    #[test]
+    fn a_path_survives_in_the_ledgers_tree_of_folders_and_nothing_else_does() {
+        let removed = [
+            Message::user("go"),
+            Message::assistant_blocks(vec![
+                Block::tool_use("r1", "Read", json!({"file_path": "/repo/src/a.rs"})),
+                Block::tool_use("r2", "Read", json!({"file_path": "/repo/src/b.rs"})),
+            ]),
+        ];
+        let ledger = whittle_context::Ledger::of(&removed, None).render(10_000, None);
+        let marker = Message::user(format!("[Compacted]\nsummary\n{ledger}"));
+        let next = [marker];
+        let context = context_text(None, &next);
+        assert!(
+            !context.contains("/repo/src/a.rs"),
+            "shown as a tree: {ledger}"
+        );
+        let paths = ledger_paths_text(&next);
+        assert_eq!(paths, "/repo/src/a.rs\n/repo/src/b.rs\n");
+        let facts: BTreeSet<Fact> = removed
+            .iter()
+            .flat_map(|m| message_facts(m, true))
+            .chain([Fact {
+                kind: FactKind::Command,
+                text: "/repo/src/a.rs".into(),
+            }])
+            .collect();
+        let mut s = Survival::default();
+        s.probe(&facts, &context, &paths);
+        assert_eq!((s.paths.survived, s.paths.probed), (2, 2));
+        // A command is looked for in the text alone.
+        assert_eq!((s.commands.survived, s.commands.probed), (0, 1));
+        // Without the tree expanded, the paths are not found.
+        let mut literal = Survival::default();
+        literal.probe(&facts, &context, "");
+        assert_eq!(literal.paths.survived, 0);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //! error line is shown once; a repeated command line once, its newest run
 //! with its exit status, and how many times it ran (`×14`).
 
-use super::render::{command_line, error_line, file_line};
+use super::render::{command_line, error_line, file_tail};
+use super::tree::PathTree;
 use super::{FileUse, Ledger};
+use crate::controls_to_spaces;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The share of the room (1 in this many characters) the newest facts
@@ -50,6 +52,9 @@ struct Choice<'a> {
     /// Command lines shown (without their exit status): a command run
     /// again is shown once, with its count.
     command_lines: HashSet<&'a str>,
+    /// The files chosen, as the tree they are shown as: what a file adds
+    /// depends on the folders it shares with those chosen before.
+    tree: PathTree,
 }
 
 impl Ledger {
@@ -90,7 +95,9 @@ impl Ledger {
             &mut choice,
             &runs,
         );
-        *left -= share - share_left;
+        // A file can free room (a folder line that shortens those under
+        // it), so what is left of the share can be more than the share.
+        *left = *left + share_left - share;
 
         let by_recency = |used: bool| {
             let mut files: Vec<(u64, usize)> = self
@@ -148,8 +155,25 @@ impl Ledger {
         runs: &HashMap<&str, u32>,
     ) {
         for entry in entries {
+            if let Entry::File(i) = entry {
+                if choice.files.contains(&i) {
+                    continue;
+                }
+                let f = &self.files[i];
+                let path = controls_to_spaces(&f.path);
+                let place = choice.tree.place(&path);
+                let tail = file_tail(f).len();
+                let cost = choice.tree.cost(&place, path.len(), tail);
+                if cost > 0 && cost.unsigned_abs() > *left {
+                    break;
+                }
+                *left = left.saturating_add_signed(-cost);
+                choice.tree.insert(place, &path, i, tail);
+                choice.files.insert(i);
+                continue;
+            }
             let line = match entry {
-                Entry::File(i) if choice.files.contains(&i) => continue,
+                Entry::File(_) => continue,
                 Entry::Command(i)
                     if choice
                         .command_lines
@@ -158,7 +182,6 @@ impl Ledger {
                     continue;
                 }
                 Entry::Error(i) if choice.errors.contains(&i) => continue,
-                Entry::File(i) => file_line(&self.files[i]),
                 Entry::Command(i) => {
                     let c = &self.commands[i];
                     command_line(c, runs.get(c.line.as_str()).copied().unwrap_or(1))
@@ -174,9 +197,7 @@ impl Ledger {
             }
             *left -= line.len();
             match entry {
-                Entry::File(i) => {
-                    choice.files.insert(i);
-                }
+                Entry::File(_) => {}
                 Entry::Command(i) => {
                     choice.commands.push(i);
                     choice.command_lines.insert(self.commands[i].line.as_str());

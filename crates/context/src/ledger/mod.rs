@@ -18,9 +18,10 @@ mod choose;
 mod command_paths;
 mod memo;
 mod render;
+mod tree;
 
 pub(crate) use memo::LedgerMemo;
-pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_section};
+pub use render::{LEDGER_CLOSE, LEDGER_OPEN, ledger_file_paths, ledger_section};
 
 use crate::first_line;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker};
@@ -291,10 +292,13 @@ impl Recorder {
                     return;
                 }
                 let text = message.text();
-                if let Some(earlier) = render::read_back(&text) {
-                    if self.carry_markers {
+                if self.carry_markers {
+                    if let Some(earlier) = render::read_back(&text) {
                         ledger.absorb(earlier);
+                        return;
                     }
+                } else if ledger_section(&text).is_some() {
+                    // Passed over: not read back only to be dropped.
                     return;
                 }
                 if is_harness_text(message, &text) {

@@ -7,6 +7,7 @@
 //! read exactly as written, which is also how the model and a survival
 //! probe search for them).
 
+use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
 use crate::{controls_to_spaces, group_digits};
@@ -97,9 +98,12 @@ impl Ledger {
         let mut out = fixed;
         if !kept.files.is_empty() {
             let _ = writeln!(out, "{FILES}");
+            let mut tree = PathTree::default();
             for &i in &kept.files {
-                out.push_str(&file_line(&self.files[i]));
+                let path = controls_to_spaces(&self.files[i].path);
+                tree.insert(tree.place(&path), &path, i, 0);
             }
+            tree.render(&mut out, |i| file_tail(&self.files[i]));
         }
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
@@ -181,8 +185,9 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
     out
 }
 
-/// `- PATH (Read ×3, Edit)`: a use once is its tool alone.
-pub(super) fn file_line(f: &FileUse) -> String {
+/// What follows a file's path on its line, ` (Read ×3, Edit)`: a use
+/// once is its tool alone.
+pub(super) fn file_tail(f: &FileUse) -> String {
     let uses: Vec<String> = f
         .uses
         .iter()
@@ -191,7 +196,7 @@ pub(super) fn file_line(f: &FileUse) -> String {
             n => format!("{t} ×{n}"),
         })
         .collect();
-    format!("- {} ({})\n", controls_to_spaces(&f.path), uses.join(", "))
+    format!(" ({})", uses.join(", "))
 }
 
 /// A command's line with its (newest) exit status, and how many times it
@@ -270,6 +275,21 @@ pub fn ledger_section(text: &str) -> Option<&str> {
     Some(&body[at + open.len()..])
 }
 
+/// The whole paths of the files a ledger section (as [`ledger_section`]
+/// gives it) lists, its tree of folders expanded: what the section names,
+/// as a search for a path should find it.
+pub fn ledger_file_paths(section: &str) -> Vec<String> {
+    let lines = section
+        .lines()
+        .skip_while(|l| *l != FILES)
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "));
+    expand_files(lines)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
 /// The transcript a marker with a ledger names: in a snip marker's first
 /// line, or on the line of a summary marker just before its ledger (after
 /// the quoted summary, so a request cannot imitate it).
@@ -300,9 +320,15 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
     let mut heading = "";
     let mut commands = Vec::new();
     let mut errors = Vec::new();
+    let mut file_lines = Vec::new();
     for line in section.lines() {
         if line.starts_with("## ") {
             heading = line;
+            continue;
+        }
+        if heading == FILES {
+            // A tree: read whole below, with its indented lines.
+            file_lines.push(line);
             continue;
         }
         if let Some(more) = line.strip_prefix("  ") {
@@ -335,16 +361,6 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
                 },
             }),
             TODOS => ledger.todos.push(entry.to_owned()),
-            FILES => {
-                if let Some((path, uses)) = entry.rsplit_once(" (") {
-                    for u in uses.trim_end_matches(')').split(", ") {
-                        match u.rsplit_once(" ×") {
-                            Some((tool, n)) => ledger.touch(path, tool, n.parse().unwrap_or(1)),
-                            None => ledger.touch(path, u, 1),
-                        }
-                    }
-                }
-            }
             COMMANDS => {
                 let (exit, line) = entry
                     .strip_prefix(EXIT_OPEN)
@@ -365,6 +381,14 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             },
             NOT_SHOWN => ledger.omitted = read_omitted(entry),
             _ => {}
+        }
+    }
+    for (path, uses) in expand_files(file_lines) {
+        for u in uses.split(", ") {
+            match u.rsplit_once(" ×") {
+                Some((tool, n)) => ledger.touch(&path, tool, n.parse().unwrap_or(1)),
+                None => ledger.touch(&path, u, 1),
+            }
         }
     }
     // Shown newest first; recorded oldest first, after the files.

@@ -15,7 +15,7 @@ use crate::ledger::ledger_section;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
-use crate::{Content, Message};
+use crate::{Content, Message, Role};
 use std::path::PathBuf;
 
 /// How far a summarizing step got.
@@ -95,12 +95,12 @@ pub(super) fn start_compact_history(
         report.outcome = Outcome::NotApplied("the history is empty".into());
         return StepProgress::Done(report);
     }
-    if !summary_can_help(history, cx, request) {
+    let Some(ledger) = summary_can_help(history, cx, request) else {
         report.outcome = Outcome::NotApplied(
             "the conversation is too short for a summary to make it smaller".into(),
         );
         return StepProgress::Done(report);
-    }
+    };
     let in_place = before <= cx.limits.summarize_in_place_up_to;
     let end = history.len();
     PendingSummary::start(
@@ -108,10 +108,34 @@ pub(super) fn start_compact_history(
         report,
         request,
         focus,
-        (history, end),
+        (history, end, Some(ledger)),
         in_place,
         cx,
     )
+}
+
+/// The ledger of a history's first `end` messages rendered for `place` at
+/// `budget`: kept from the check that a summary can help for the step
+/// that follows, which would render the same again.
+struct RenderedLedger {
+    end: usize,
+    place: String,
+    budget: usize,
+    text: String,
+}
+
+impl RenderedLedger {
+    fn of(history: &mut History, end: usize, place: String, budget: usize) -> RenderedLedger {
+        let text = history
+            .ledger_of(0..end, Some(&place), true)
+            .render(budget, Some(&place));
+        RenderedLedger {
+            end,
+            place,
+            budget,
+            text,
+        }
+    }
 }
 
 /// Characters a summary needs to say anything at all.
@@ -120,9 +144,11 @@ const MIN_SUMMARY_CHARS: usize = 400;
 /// Whether a summary could make the history smaller: the `[Compacted]` message with an
 /// empty summary (header, request, transcript line, ledger) plus a few lines must be
 /// smaller than the history. When it cannot, nothing is asked and nothing archived: on a
-/// small local model the summary alone takes minutes, only to be refused.
-fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> bool {
-    marker_floor_chars(history, cx, request) + MIN_SUMMARY_CHARS < history.chars()
+/// small local model the summary alone takes minutes, only to be refused. When it can,
+/// the ledger it rendered of the whole history, for the step to use.
+fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> Option<RenderedLedger> {
+    let (floor, ledger) = marker_floor(history, cx, request);
+    (floor + MIN_SUMMARY_CHARS < history.chars()).then_some(ledger)
 }
 
 /// What a summary is expected to run to, in characters, for the cost model
@@ -133,14 +159,17 @@ pub(super) const SUMMARY_CHARS_ESTIMATE: usize = 2_000;
 /// The size of the `[Compacted]` message that would replace `history` now,
 /// with an empty summary: header, request, transcript line and ledger.
 pub(super) fn marker_floor_chars(history: &mut History, cx: &Ctx, request: &str) -> usize {
+    marker_floor(history, cx, request).0
+}
+
+/// [`marker_floor_chars`], with the ledger rendered for it.
+fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, RenderedLedger) {
     let place = cx.store.transcript_path();
-    let place_text = place.display().to_string();
     let budget = cx.ledger_chars(history);
     let end = history.len();
-    let ledger = history
-        .ledger_of(0..end, Some(&place_text), true)
-        .render(budget, Some(&place_text));
-    compacted_message(COMPACTED_HEADER, request, "", &place, &ledger).chars()
+    let ledger = RenderedLedger::of(history, end, place.display().to_string(), budget);
+    let floor = compacted_message(COMPACTED_HEADER, request, "", &place, &ledger.text).chars();
+    (floor, ledger)
 }
 
 /// After the provider rejected a request as too long: writes the transcript,
@@ -171,7 +200,7 @@ pub(super) fn start_reactive_compact(
             report,
             request,
             None,
-            (history, tail_start),
+            (history, tail_start, None),
             false,
             cx,
         );
@@ -182,13 +211,14 @@ pub(super) fn start_reactive_compact(
 impl PendingSummary {
     /// Appends the history's first `end` messages to the transcript (those
     /// not there yet) and prepares the first summary input; a failed write
-    /// ends the step, leaving the history as it was.
+    /// ends the step, leaving the history as it was. `rendered` is the
+    /// ledger if already rendered.
     fn start(
         step: SummaryStep,
         mut report: StepReport,
         request: &str,
         focus: Option<&str>,
-        (history, end): (&mut History, usize),
+        (history, end, rendered): (&mut History, usize, Option<RenderedLedger>),
         in_place: bool,
         cx: &Ctx,
     ) -> StepProgress {
@@ -202,12 +232,20 @@ impl PendingSummary {
         report.paths.push(transcript.clone());
         let place = transcript.display().to_string();
         let budget = cx.ledger_chars(history);
-        let ledger = history
-            .ledger_of(0..end, Some(&place), true)
-            .render(budget, Some(&place));
-        let new_facts = history
-            .ledger_of(0..end, Some(&place), false)
-            .render(budget, Some(&place));
+        let ledger = match rendered {
+            Some(r) if r.end == end && r.place == place && r.budget == budget => r,
+            _ => RenderedLedger::of(history, end, place.clone(), budget),
+        }
+        .text;
+        // Without a marker's ledger in the messages, the facts not in one
+        // yet are all of them: the same text.
+        let new_facts = if history.messages()[..end].iter().any(carries_ledger) {
+            history
+                .ledger_of(0..end, Some(&place), false)
+                .render(budget, Some(&place))
+        } else {
+            ledger.clone()
+        };
         let messages = &history.messages()[..end];
         let input = if in_place {
             InputForm::InPlace
@@ -342,6 +380,18 @@ impl PendingSummary {
                 shrink_kept_tail(history, cx, report)
             }
         }
+    }
+}
+
+/// Whether `m` is a compaction marker with a ledger, as the ledger's
+/// recorder reads one back: a user message without tool results.
+fn carries_ledger(m: &Message) -> bool {
+    if m.role() != Role::User || m.has_tool_result() {
+        return false;
+    }
+    match m.content() {
+        Content::Text(t) => ledger_section(t).is_some(),
+        Content::Blocks(_) => ledger_section(&m.text()).is_some(),
     }
 }
 
