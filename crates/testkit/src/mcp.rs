@@ -179,8 +179,12 @@ impl McpFaultServer {
             "bash".to_owned(),
             vec![
                 "-c".to_owned(),
+                // Two copies, one each way; the relay ends when either does:
+                // the script hung up, or the client closed stdin (after all
+                // it wrote went on, so a last notification is not lost to
+                // the kill that follows a server's slow exit).
                 format!(
-                    "exec 3<>/dev/tcp/127.0.0.1/{port} 4<&0; (exec -a {name} cat <&4 >&3) & exec -a {name} cat <&3 4<&-"
+                    "exec 3<>/dev/tcp/127.0.0.1/{port} 4<&0; (exec -a {name} cat <&4 >&3) & (exec -a {name} cat <&3 4<&-) & exec 4<&-; wait -n"
                 ),
             ],
         )
