@@ -334,19 +334,11 @@ mod tests {
     /// set to `scale` (random bytes there could be NaN, and NaN equals nothing).
     fn blocks(kind: Kind, rows: usize, cols: usize, noise: &[u8], scale: f32) -> Vec<u8> {
         let len = rows * kind.row_bytes(cols);
-        let mut out: Vec<u8> = noise.iter().cycle().take(len).copied().collect();
-        let scales: &[usize] = match kind {
-            Kind::Q4_0 | Kind::Q8_0 => &[0],
-            Kind::Q4_1 | Kind::Q4K => &[0, 2],
-            Kind::Q6K => &[208],
-        };
-        let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
-        for block in out.chunks_exact_mut(kind.block_bytes()) {
-            for &at in scales {
-                block[at..at + 2].copy_from_slice(&bits);
-            }
-        }
-        out
+        quant::with_scale(
+            kind,
+            noise.iter().cycle().take(len).copied().collect(),
+            scale,
+        )
     }
 
     proptest! {

@@ -503,6 +503,24 @@ mod avx2_kernels {
     }
 }
 
+/// Test blocks: `blocks` (whole blocks of `kind`) with every f16 scale set to `scale`,
+/// since random bytes there could be NaN, and NaN equals nothing.
+#[cfg(test)]
+pub(crate) fn with_scale(kind: Kind, mut blocks: Vec<u8>, scale: f32) -> Vec<u8> {
+    let at: &[usize] = match kind {
+        Kind::Q4_0 | Kind::Q8_0 => &[0],
+        Kind::Q4_1 | Kind::Q4K => &[0, 2],
+        Kind::Q6K => &[208],
+    };
+    let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
+    for block in blocks.chunks_exact_mut(kind.block_bytes()) {
+        for &a in at {
+            block[a..a + 2].copy_from_slice(&bits);
+        }
+    }
+    blocks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,19 +530,7 @@ mod tests {
 
     /// Random quants with small f16 scales (random scale bytes could be NaN).
     fn row(kind: Kind, bytes: &[u8], scale: f32) -> Vec<u8> {
-        let mut out = bytes[..2 * kind.block_bytes()].to_vec();
-        let at: &[usize] = match kind {
-            Kind::Q4_0 | Kind::Q8_0 => &[0],
-            Kind::Q4_1 | Kind::Q4K => &[0, 2],
-            Kind::Q6K => &[208],
-        };
-        let bits = half::f16::from_f32(scale).to_bits().to_le_bytes();
-        for block in out.chunks_exact_mut(kind.block_bytes()) {
-            for &a in at {
-                block[a..a + 2].copy_from_slice(&bits);
-            }
-        }
-        out
+        with_scale(kind, bytes[..2 * kind.block_bytes()].to_vec(), scale)
     }
 
     proptest! {
