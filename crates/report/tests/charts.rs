@@ -3,7 +3,7 @@
 //! one call drawn as a dot, and a cost axis of a hundredth of a cent whose
 //! ticks read differently.
 
-use crate::common::{fixtures, replay, sel};
+use crate::common::{data_value, fixtures, replay, sel};
 use scraper::{ElementRef, Html};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -68,12 +68,7 @@ fn cost_bars_are_stacked_by_part_in_the_legend_colours_and_sum_to_the_cost() {
                 title.starts_with(&total.policy) && title.contains('$'),
                 "{title}"
             );
-            sum += rect
-                .value()
-                .attr("data-value")
-                .unwrap()
-                .parse::<f64>()
-                .unwrap();
+            sum += data_value(*rect);
         }
         assert!(
             (sum - total.cost_usd).abs() <= 1e-9 * total.cost_usd.max(1.0),
@@ -170,15 +165,7 @@ fn a_cost_axis_of_a_hundredth_of_a_cent_has_ticks_that_read_differently() {
     let dir = tempfile::tempdir().unwrap();
     let log = tiny_session(dir.path(), 3);
     let doc = session_page(&log, dir.path());
-    let shown: f64 = doc
-        .select(&sel(".session-cost"))
-        .next()
-        .unwrap()
-        .value()
-        .attr("data-value")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let shown = data_value(doc.select(&sel(".session-cost")).next().unwrap());
     assert!(
         shown < 0.001,
         "a session this small costs under a tenth of a cent: {shown}"

@@ -1,6 +1,6 @@
 //! The page of a replay of the repository's fixtures and of a session log,
 //! parsed as HTML: its structure, its numbers and its links.
-use crate::common::{check_replay_page, fixtures, replay, sel};
+use crate::common::{check_replay_page, data_value, fixtures, replay, sel};
 use scraper::Html;
 use serde_json::json;
 use std::path::Path;
@@ -176,15 +176,7 @@ fn a_session_page_charts_real_usage_and_links_what_compaction_saved() {
         .map(|(t, r)| prices.cost_usd(t - r - 100, *r, 100, 0, 100))
         .sum::<f64>()
         + prices.cost_usd(100, 0, 2_400, 0, 10);
-    let shown: f64 = section
-        .select(&sel(".session-cost"))
-        .next()
-        .unwrap()
-        .value()
-        .attr("data-value")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let shown = data_value(section.select(&sel(".session-cost")).next().unwrap());
     assert!((shown - expected).abs() < 1e-12, "{shown} vs {expected}");
 }
 

@@ -2,7 +2,7 @@
 //! the structural checks made on every page.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use scraper::{Html, Selector};
+use scraper::{ElementRef, Html, Selector};
 use std::path::PathBuf;
 use whittle_context::Summarizer;
 use whittle_replay::{Policy, ReplayConfig, ReplaySummary, StandInSummarizer, replay_paths};
@@ -35,6 +35,11 @@ pub fn replay(path: PathBuf, window: u64) -> ReplaySummary {
 
 pub fn sel(s: &str) -> Selector {
     Selector::parse(s).unwrap()
+}
+
+/// The number an element carries in its `data-value` attribute.
+pub fn data_value(element: ElementRef) -> f64 {
+    element.value().attr("data-value").unwrap().parse().unwrap()
 }
 
 /// The page has one chart per conversation and policy, each with one
