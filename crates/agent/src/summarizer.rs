@@ -85,16 +85,18 @@ impl ProviderSummarizer {
         self
     }
 
-    /// Asks the provider for a summary of `input`, paying particular
-    /// attention to `focus` when given. The provider's "too long" becomes
+    /// Asks the provider for a summary of `input` of at most about
+    /// `max_chars` characters, paying particular attention to `focus` when
+    /// given. The provider's "too long" becomes
     /// [`SummarizeError::InputTooLong`], so the pipeline retries with less.
     pub async fn summarize(
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
         ledger: &str,
+        max_chars: usize,
     ) -> Result<String, SummarizeError> {
-        self.summarize_with_progress(input, focus, ledger, &mut |_| {})
+        self.summarize_with_progress(input, focus, ledger, max_chars, &mut |_| {})
             .await
     }
 
@@ -107,10 +109,11 @@ impl ProviderSummarizer {
         input: SummaryInput<'_>,
         focus: Option<&str>,
         ledger: &str,
+        max_chars: usize,
         on_progress: &mut (dyn FnMut(SummaryProgress) + Send),
     ) -> Result<String, SummarizeError> {
         let input_chars = input.chars();
-        let request = self.request(input, focus, ledger);
+        let request = self.request(input, focus, ledger, max_chars);
         let mut progress = SummaryProgress {
             input_chars,
             written_chars: 0,
@@ -151,30 +154,37 @@ impl ProviderSummarizer {
         }
     }
 
-    fn request(&self, input: SummaryInput<'_>, focus: Option<&str>, ledger: &str) -> ModelRequest {
+    fn request(
+        &self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+        ledger: &str,
+        max_chars: usize,
+    ) -> ModelRequest {
         match input {
             SummaryInput::Continuation(messages) => {
                 let input_chars = messages.iter().map(Message::chars).sum();
                 let mut messages = messages.to_vec();
-                let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger);
+                let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger, max_chars);
                 // After tool results the ask joins their user turn.
                 messages.push(Message::user(ask));
                 let mut request = ModelRequest::new(&self.model, &self.system, messages);
                 request.tools = self.tools.clone();
                 // The tools are there for the cached prefix, not to be called.
                 request.tool_choice = ToolChoice::None;
-                request.max_tokens = summary_max_tokens(self.max_tokens, input_chars);
+                request.max_tokens = summary_max_tokens(self.max_tokens, input_chars, max_chars);
                 request.reasoning = self.reasoning;
                 request
             }
             SummaryInput::Transcript(text) => {
                 let ask = format!(
                     "<conversation>\n{text}\n</conversation>\n\n{}",
-                    summary_instruction(TRANSCRIPT_INSTRUCTION, focus, ledger)
+                    summary_instruction(TRANSCRIPT_INSTRUCTION, focus, ledger, max_chars)
                 );
                 let mut request =
                     ModelRequest::new(&self.model, SUMMARY_SYSTEM_PROMPT, vec![Message::user(ask)]);
-                request.max_tokens = summary_max_tokens(self.max_tokens, text.chars().count());
+                request.max_tokens =
+                    summary_max_tokens(self.max_tokens, text.chars().count(), max_chars);
                 request
             }
         }
@@ -185,9 +195,13 @@ impl ProviderSummarizer {
 /// it replaces (about four characters a token), never under 256, never over
 /// `cap`. A longer summary would be refused as not smaller anyway, and a
 /// small local model that rambles to its cap takes minutes to get there.
-fn summary_max_tokens(cap: u32, input_chars: usize) -> u32 {
+/// Nor over about twice the `max_chars` the request asks for (a quarter
+/// token a character; a model told a length overshoots it, and an answer
+/// cut short loses its last sections, "Remaining and next step").
+fn summary_max_tokens(cap: u32, input_chars: usize, max_chars: usize) -> u32 {
     let half = u32::try_from(input_chars / 8).unwrap_or(u32::MAX);
-    half.clamp(256.min(cap), cap)
+    let asked = u32::try_from(max_chars / 2).unwrap_or(u32::MAX);
+    half.min(asked).clamp(256.min(cap), cap)
 }
 
 #[cfg(test)]
@@ -196,9 +210,18 @@ mod bound_tests {
 
     #[test]
     fn a_summary_may_take_half_of_what_it_replaces_within_bounds() {
-        assert_eq!(summary_max_tokens(8_192, 1_112), 256);
-        assert_eq!(summary_max_tokens(8_192, 40_000), 5_000);
-        assert_eq!(summary_max_tokens(8_192, 4_000_000), 8_192);
-        assert_eq!(summary_max_tokens(100, 10), 100);
+        let any = usize::MAX;
+        assert_eq!(summary_max_tokens(8_192, 1_112, any), 256);
+        assert_eq!(summary_max_tokens(8_192, 40_000, any), 5_000);
+        assert_eq!(summary_max_tokens(8_192, 4_000_000, any), 8_192);
+        assert_eq!(summary_max_tokens(100, 10, any), 100);
+    }
+
+    #[test]
+    fn a_summary_may_take_twice_the_length_asked_for_within_bounds() {
+        assert_eq!(summary_max_tokens(8_192, 40_000, 2_000), 1_000);
+        assert_eq!(summary_max_tokens(8_192, 40_000, 1_000), 500);
+        assert_eq!(summary_max_tokens(8_192, 40_000, 100), 256);
+        assert_eq!(summary_max_tokens(300, 40_000, 2_000), 300);
     }
 }

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 use whittle_agent::ProviderSummarizer;
-use whittle_context::SummaryInput;
 use whittle_context::prompts::bounded_transcript;
+use whittle_context::{SUMMARY_CHARS, SummaryInput};
 use whittle_llm::LocalProvider;
 use whittle_protocol::{Block, Message};
 
@@ -29,13 +29,23 @@ async fn the_local_model_writes_a_non_empty_summary_both_ways() {
     let mut summarizer =
         ProviderSummarizer::new(provider, "", "You are a coding agent.", vec![], 96);
     let in_place = summarizer
-        .summarize(SummaryInput::Continuation(&history), Some("the rename"), "")
+        .summarize(
+            SummaryInput::Continuation(&history),
+            Some("the rename"),
+            "",
+            SUMMARY_CHARS,
+        )
         .await
         .unwrap();
     assert!(!in_place.trim().is_empty());
     let transcript = bounded_transcript(&history, 4_000);
     let from_text = summarizer
-        .summarize(SummaryInput::Transcript(&transcript), None, "")
+        .summarize(
+            SummaryInput::Transcript(&transcript),
+            None,
+            "",
+            SUMMARY_CHARS,
+        )
         .await
         .unwrap();
     assert!(!from_text.trim().is_empty());

@@ -23,6 +23,7 @@ impl Summarizer for Fixed {
         _: whittle_context::SummaryInput<'_>,
         _: Option<&str>,
         _: &str,
+        _: usize,
     ) -> Result<String, SummarizeError> {
         Ok("summary ".repeat(250))
     }

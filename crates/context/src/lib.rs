@@ -42,7 +42,7 @@
 //!
 //! struct Fixed;
 //! impl Summarizer for Fixed {
-//!     fn summarize(&mut self, _: SummaryInput<'_>, _: Option<&str>, _: &str) -> Result<String, SummarizeError> {
+//!     fn summarize(&mut self, _: SummaryInput<'_>, _: Option<&str>, _: &str, _: usize) -> Result<String, SummarizeError> {
 //!         Ok("the user wants a haiku".into())
 //!     }
 //! }
@@ -74,7 +74,7 @@ pub use meter::{CharMeter, Meter, TokenMeter, Unit};
 pub use path_tokens::{CONTENT_FIELDS, is_path_like, path_tokens, tool_input_strings};
 pub use pipeline::{
     CachePrices, CacheState, Compactor, Ctx, MAX_EXPECTED_CALLS, Outcome, PrepareOutcome, Progress,
-    Rewrite, Step, StepError, StepReport, SummaryNeeded, Trigger, Verdict,
+    Rewrite, SUMMARY_CHARS, Step, StepError, StepReport, SummaryNeeded, Trigger, Verdict,
 };
 pub use recovery::{RecoveryReport, check as check_recovery};
 pub use summarize::{SummarizeError, Summarizer, SummaryInput};

@@ -11,7 +11,8 @@
 //! summary request can never overflow.
 
 use crate::{Block, Content, Message, Role, ToolResultContent};
-use crate::{prefix_chars, suffix_chars};
+use crate::{group_digits, prefix_chars, suffix_chars};
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// The system prompt a summarizer should use.
@@ -92,6 +93,10 @@ numbers) and brief. The harness keeps a ledger of the person's messages, the fil
 the commands run and their errors, and the todo list; when it is given below, do not repeat \
 it: say what it cannot (why, what was learned, what matters next).";
 
+/// Characters of English prose per word, space included: how a summary's
+/// budget in characters is said to the model.
+const CHARS_PER_WORD: usize = 6;
+
 /// What introduces the ledger in a summary request. A summarizer whose
 /// input shows the earlier compaction markers whole is given only the facts
 /// those do not carry yet (see `SummaryNeeded::ledger`).
@@ -104,12 +109,23 @@ pub const TRANSCRIPT_INSTRUCTION: &str = "Write the state summary of the convers
 
 /// What follows the conversation in a summary request: `instruction` (for
 /// a history summarized in place, [`CONTINUATION_INSTRUCTION`]; for a
-/// transcript, a line asking for the summary), what to pay particular
-/// attention to, and the ledger the replacement will carry, so the summary
-/// need not repeat it. One form for every harness, so replay prices the
-/// request that the agent sends.
-pub fn summary_instruction(instruction: &str, focus: Option<&str>, ledger: &str) -> String {
+/// transcript, a line asking for the summary), how long it may be (about
+/// `max_chars` characters, said in words: models count those better), what
+/// to pay particular attention to, and the ledger the replacement will
+/// carry, so the summary need not repeat it. One form for every harness, so
+/// replay prices the request that the agent sends.
+pub fn summary_instruction(
+    instruction: &str,
+    focus: Option<&str>,
+    ledger: &str,
+    max_chars: usize,
+) -> String {
     let mut ask = instruction.to_owned();
+    let _ = write!(
+        ask,
+        " Keep it under {} words.",
+        group_digits((max_chars / CHARS_PER_WORD).max(1) as u64)
+    );
     if let Some(f) = focus {
         ask.push_str("\n\nPay particular attention to: ");
         ask.push_str(f);
@@ -156,14 +172,16 @@ impl SummaryInput<'_> {
 /// [`Compactor::prepare`](crate::Compactor::prepare) and the other blocking
 /// entry points call whenever a step stops for a summary.
 pub trait Summarizer {
-    /// Summarizes `input`, paying particular attention to `focus` when
-    /// given, and not repeating `ledger` (kept next to the summary; empty
-    /// when there is none): see [`summary_instruction`].
+    /// Summarizes `input` in at most about `max_chars` characters, paying
+    /// particular attention to `focus` when given, and not repeating
+    /// `ledger` (kept next to the summary; empty when there is none): see
+    /// [`summary_instruction`].
     fn summarize(
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
         ledger: &str,
+        max_chars: usize,
     ) -> Result<String, SummarizeError>;
 }
 

@@ -10,8 +10,9 @@ use crate::common;
 use common::{file_text, read_call, result};
 use proptest::prelude::*;
 use whittle_context::{
-    CharMeter, Compactor, History, LEDGER_CLOSE, LEDGER_OPEN, Limits, Outcome, Progress, Step,
-    StepError, StepReport, SummarizeError, SummaryInput, check_recovery, ledger_file_paths,
+    CharMeter, Compactor, History, LEDGER_CLOSE, LEDGER_OPEN, Limits, Meter, Outcome, Progress,
+    SUMMARY_CHARS, Step, StepError, StepReport, SummarizeError, Summarizer, SummaryInput,
+    TokenBudget, TokenMeter, check_recovery, ledger_file_paths,
 };
 use whittle_protocol::{Message, validate};
 use whittle_store::Store;
@@ -298,4 +299,61 @@ proptest! {
             prop_assert_eq!(&h, &kept, "{}", report);
         }
     }
+}
+
+/// The summary a compaction asks for is as long as the window has room for:
+/// the full [`SUMMARY_CHARS`] beside a small system prompt, a quarter of the
+/// room beside a big one, and a floor that still says what is next when the
+/// system prompt leaves no room at all. The summarizer is given that budget.
+#[test]
+fn the_summary_asked_for_shrinks_with_the_room_beside_the_system_prompt() {
+    let budget_with_overhead = |overhead_chars: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut meter = TokenMeter::new(4.0);
+        meter.set_overhead_chars(overhead_chars);
+        let limits = Limits::tokens(TokenBudget::new(32_000, 4_000));
+        let mut c = Compactor::new(limits, Store::new(dir.path()), Box::new(meter));
+        let mut h = long_history();
+        let needed = waiting(c.start_compact(&mut h, "task", None));
+        let asked = needed.max_chars();
+        let report = done(needed.resume(Ok("s".repeat(asked / 2))));
+        assert_eq!(report.outcome, Outcome::Applied);
+        asked
+    };
+    let roomy = budget_with_overhead(0);
+    assert_eq!(roomy, SUMMARY_CHARS);
+    // 1,500 tokens of room under the target (6,000 chars): a quarter of it.
+    let target = Limits::tokens(TokenBudget::new(32_000, 4_000)).target;
+    let tight = budget_with_overhead((target as usize - 1_500) * 4);
+    assert!(
+        (1_300..=1_700).contains(&tight),
+        "a quarter of ~6,000 chars of room: {tight}"
+    );
+    let none = budget_with_overhead(target as usize * 4 + 40_000);
+    assert_eq!(none, 1_000, "the floor");
+}
+
+/// `finish_with` hands the budget to a blocking summarizer.
+#[test]
+fn a_blocking_summarizer_is_given_the_budget() {
+    struct Budget(Vec<usize>);
+    impl Summarizer for Budget {
+        fn summarize(
+            &mut self,
+            _: SummaryInput<'_>,
+            _: Option<&str>,
+            _: &str,
+            max_chars: usize,
+        ) -> Result<String, SummarizeError> {
+            self.0.push(max_chars);
+            Ok("s".repeat(max_chars / 2))
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = compactor(dir.path(), Limits::teaching());
+    let mut h = long_history();
+    let mut s = Budget(Vec::new());
+    let report = c.compact(&mut h, "task", &mut s, None);
+    assert_eq!(report.outcome, Outcome::Applied);
+    assert_eq!(s.0, [SUMMARY_CHARS]);
 }

@@ -16,7 +16,7 @@ fn main() {
         &Policy::ALL,
         &config,
         &mut || Box::new(StandInSummarizer::default()),
-        "stand-in, 2000 chars",
+        "stand-in, up to 2000 chars",
     );
     println!("{}", serde_json::to_string_pretty(&summary).unwrap());
 }

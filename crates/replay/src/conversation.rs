@@ -54,9 +54,11 @@ impl Summarizer for Counting<'_, '_> {
         input: SummaryInput<'_>,
         focus: Option<&str>,
         ledger: &str,
+        max_chars: usize,
     ) -> Result<String, SummarizeError> {
         self.calls += 1;
-        let instruction = summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger).len();
+        let instruction =
+            summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger, max_chars).len();
         match input {
             SummaryInput::Continuation(messages) => {
                 let priced = self
@@ -70,7 +72,7 @@ impl Summarizer for Counting<'_, '_> {
                 self.fresh_tokens += self.cache.config.tokens(t.chars().count() + instruction);
             }
         }
-        let out = self.inner.summarize(input, focus, ledger)?;
+        let out = self.inner.summarize(input, focus, ledger, max_chars)?;
         self.output_chars += out.chars().count();
         Ok(out)
     }

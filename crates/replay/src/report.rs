@@ -323,7 +323,7 @@ pub struct ReplaySummary {
     pub window_tokens: u64,
     /// The prices used.
     pub prices: Prices,
-    /// Who wrote the summaries (e.g. "stand-in, 2000 chars").
+    /// Who wrote the summaries (e.g. "stand-in, up to 2000 chars").
     pub summarizer: String,
     /// The policies, in column order.
     pub policies: Vec<String>,

@@ -1,5 +1,8 @@
 //! The stated stand-in for the summarizer: replay needs no model, and its
-//! numbers are reproducible, because every summary has the same size.
+//! numbers are reproducible, because every summary has the same size: its
+//! own, or less when the compaction asks for less (beside a system prompt
+//! that leaves little room; a model is told the same in its request, and
+//! bounded by it).
 //!
 //! It names the size of what it summarized, so two summaries of different
 //! histories differ in their first line, as a model's would: a summary
@@ -13,14 +16,14 @@ use whittle_context::{SummarizeError, Summarizer, SummaryInput};
 /// of its input, so that numbers are reproducible and no model is needed.
 #[derive(Clone, Debug)]
 pub struct StandInSummarizer {
-    /// Characters of every summary.
+    /// Characters of every summary the compaction lets be this long.
     pub summary_chars: usize,
 }
 
 impl Default for StandInSummarizer {
     fn default() -> Self {
         StandInSummarizer {
-            summary_chars: 2_000,
+            summary_chars: whittle_context::SUMMARY_CHARS,
         }
     }
 }
@@ -31,7 +34,9 @@ impl Summarizer for StandInSummarizer {
         input: SummaryInput<'_>,
         focus: Option<&str>,
         _ledger: &str,
+        max_chars: usize,
     ) -> Result<String, SummarizeError> {
+        let chars = self.summary_chars.min(max_chars);
         let mut s = format!(
             "Stand-in summary of {} characters of conversation",
             input.chars()
@@ -42,10 +47,10 @@ impl Summarizer for StandInSummarizer {
             s.push(')');
         }
         s.push_str(". ");
-        while s.len() < self.summary_chars {
+        while s.len() < chars {
             s.push_str("Goal, decisions, files, remaining work. ");
         }
-        s.truncate(self.summary_chars);
+        s.truncate(chars);
         Ok(s)
     }
 }

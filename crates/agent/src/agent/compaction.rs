@@ -243,6 +243,7 @@ async fn answer_summaries<T>(
                         needed.input(),
                         needed.focus(),
                         needed.ledger(),
+                        needed.max_chars(),
                         &mut |p| sink.on_event(AgentEvent::Summarizing(p)),
                     )
                     .await;

@@ -78,9 +78,10 @@ impl Summarizer for BlockingSummarizer {
         input: SummaryInput<'_>,
         focus: Option<&str>,
         ledger: &str,
+        max_chars: usize,
     ) -> Result<String, SummarizeError> {
         self.runtime
-            .block_on(self.summarizer.summarize(input, focus, ledger))
+            .block_on(self.summarizer.summarize(input, focus, ledger, max_chars))
     }
 }
 
@@ -109,7 +110,7 @@ pub fn replay(
         match &args.summarizer {
             None => {
                 let stand_in = StandInSummarizer::default();
-                let name = format!("stand-in, {} chars", stand_in.summary_chars);
+                let name = format!("stand-in, up to {} chars", stand_in.summary_chars);
                 (
                     Box::new(move || Box::new(stand_in.clone()) as Box<dyn Summarizer>),
                     name,

@@ -283,7 +283,7 @@ mod tests {
         let summary = ReplaySummary {
             window_tokens: 32_000,
             prices: Prices::default(),
-            summarizer: "stand-in, 2000 chars".into(),
+            summarizer: "stand-in, up to 2000 chars".into(),
             policies: vec!["none".into(), "default".into()],
             conversations: vec![ConversationRow {
                 id: "c1".into(),
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(
             lines[0],
             "whittle replay: 1 conversations, window 32,000 tokens, prices $3/$15 per Mtok in/out \
-             (cache write 1.25x, read 0.1x), tokens = chars/4, summaries: stand-in, 2000 chars"
+             (cache write 1.25x, read 0.1x), tokens = chars/4, summaries: stand-in, up to 2000 chars"
         );
         let row = |label: &str| {
             lines

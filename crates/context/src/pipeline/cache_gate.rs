@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
-use super::summary::{SUMMARY_CHARS_ESTIMATE, marker_floor_chars};
+use super::summary::marker_floor_chars;
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor,
 };
@@ -103,8 +103,8 @@ pub(super) fn micro_compact_cached(
 /// session from summarizing: it runs as it always has). A summary between
 /// the two limits runs only when the cost model says that summarizing now
 /// pays against carrying the history on: the summary replaces every
-/// message with a marker (the ledger, and a summary of about
-/// [`SUMMARY_CHARS_ESTIMATE`]), and its own call (the history read back,
+/// message with a marker (the ledger, and a summary as long as it may be,
+/// `Ctx::summary_chars`), and its own call (the history read back,
 /// the summary written as output) is its `X`.
 pub(super) fn compaction_pays(
     history: &mut History,
@@ -132,9 +132,10 @@ fn summary_rewrite(
     request: &str,
     size: u64,
 ) -> Rewrite {
+    let summary_chars = cx.summary_chars(history);
     let marker = cx
         .meter
-        .chars_to_units(marker_floor_chars(history, cx, request) + SUMMARY_CHARS_ESTIMATE);
+        .chars_to_units(marker_floor_chars(history, cx, request) + summary_chars);
     let messages = units_before(history, cx, history.len());
     let CachePrices {
         read,
@@ -149,7 +150,7 @@ fn summary_rewrite(
         let chars = history.chars().min(cx.limits.summary_input_chars);
         cx.meter.chars_to_units(chars) as f64
     };
-    let answer = output * cx.meter.chars_to_units(SUMMARY_CHARS_ESTIMATE) as f64;
+    let answer = output * cx.meter.chars_to_units(summary_chars) as f64;
     Rewrite {
         cached: units_before(history, cx, history.unchanged_prefix()),
         kept: 0,

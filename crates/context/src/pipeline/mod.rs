@@ -37,6 +37,7 @@ pub use tidy::{
 use crate::history::History;
 use crate::limits::Limits;
 use crate::meter::{Meter, Unit};
+pub use summary::SUMMARY_CHARS;
 use whittle_store::Store;
 
 /// What the tidy steps need besides the history, borrowed from a
@@ -77,17 +78,59 @@ impl Ctx<'_> {
     /// beside a bigger marker).
     ///
     /// A token budget becomes characters at the ratio the meter sees in
-    /// `history` (code and JSON run well under 4 characters a token).
+    /// `history` ([`Ctx::chars_per_unit`]).
     fn ledger_chars(&self, history: &History) -> usize {
         const FLOOR_CHARS: usize = 1_700;
         if self.limits.ledger_tokens == 0 {
             return 0;
         }
+        let chars_per_unit = self.chars_per_unit(history);
+        let configured = match self.meter.unit() {
+            Unit::Chars => self.limits.ledger_chars(),
+            Unit::Tokens => (self.limits.ledger_tokens as f64 * chars_per_unit) as usize,
+        };
+        configured.min((self.room_chars(history) / 4).max(FLOOR_CHARS))
+    }
+
+    /// The longest summary a compaction asks for, in characters: about
+    /// [`SUMMARY_CHARS`] (a few short lines in each of the instruction's
+    /// sections), but at most a quarter of the room the target leaves
+    /// beside the system prompt and tools, and never under a floor that
+    /// still says what was done and what is next.
+    ///
+    /// The marker a summary leaves is the request, the summary and the
+    /// ledger; with the ledger also at most a quarter of the room, half of
+    /// it is left for the work before the next compaction. A fixed-size
+    /// summary beside a big system prompt leaves almost none: on the shared
+    /// traces at a 32k window, where Claude Code's ~26k tokens of system
+    /// prompt and tools leave about 2k, 2,000-character summaries made the
+    /// longest session summarize on 167 of its 217 calls, each summary paid
+    /// as output and then written to the cache. With the budget (the floor
+    /// there) it summarizes on 115 and costs 0.78x of `none`, not 1.12x;
+    /// all conversations at 32k cost 0.82x of `none`, not 0.91x, with
+    /// commands kept 97.0% (98.9%), paths and the person's messages 100%.
+    /// At 200k and 1M nothing changes: the room is there.
+    pub(crate) fn summary_chars(&self, history: &History) -> usize {
+        const FLOOR_CHARS: usize = 1_000;
+        SUMMARY_CHARS.min((self.room_chars(history) / 4).max(FLOOR_CHARS))
+    }
+
+    /// The room the target leaves beside the system prompt and tools, in
+    /// characters at the ratio the meter sees in `history`.
+    fn room_chars(&self, history: &History) -> usize {
         let overhead = self.meter.measure(&History::default());
         let room = self.limits.target.saturating_sub(overhead);
-        let chars_per_unit = match self.meter.unit() {
+        (room as f64 * self.chars_per_unit(history)) as usize
+    }
+
+    /// Characters per unit of the meter: 1 for characters; for tokens, the
+    /// ratio the meter sees in `history` (code and JSON run well under 4
+    /// characters a token), 4 for an empty one.
+    fn chars_per_unit(&self, history: &History) -> f64 {
+        match self.meter.unit() {
             Unit::Chars => 1.0,
             Unit::Tokens => {
+                let overhead = self.meter.measure(&History::default());
                 let tokens = self.meter.measure(history).saturating_sub(overhead);
                 if tokens == 0 {
                     4.0
@@ -95,12 +138,6 @@ impl Ctx<'_> {
                     (history.chars() as f64 / tokens as f64).clamp(1.0, 8.0)
                 }
             }
-        };
-        let configured = match self.meter.unit() {
-            Unit::Chars => self.limits.ledger_chars(),
-            Unit::Tokens => (self.limits.ledger_tokens as f64 * chars_per_unit) as usize,
-        };
-        let share = (room as f64 * chars_per_unit / 4.0) as usize;
-        configured.min(share.max(FLOOR_CHARS))
+        }
     }
 }

@@ -77,8 +77,12 @@ impl<'a, T> Progress<'a, T> {
             match progress {
                 Progress::Done(result) => return result,
                 Progress::NeedsSummary(needed) => {
-                    let answer =
-                        summarizer.summarize(needed.input(), needed.focus(), needed.ledger());
+                    let answer = summarizer.summarize(
+                        needed.input(),
+                        needed.focus(),
+                        needed.ledger(),
+                        needed.max_chars(),
+                    );
                     progress = needed.resume(answer);
                 }
             }
@@ -110,6 +114,14 @@ impl<'a, T> SummaryNeeded<'a, T> {
     /// in the input.
     pub fn ledger(&self) -> &str {
         self.pending.ledger(self.history)
+    }
+
+    /// How long the summary may be, in characters: see
+    /// [`SUMMARY_CHARS`](crate::SUMMARY_CHARS). A summarizer says it in its
+    /// request ([`summary_instruction`](crate::prompts::summary_instruction))
+    /// and bounds the answer by it; a longer answer is still taken.
+    pub fn max_chars(&self) -> usize {
+        self.pending.max_chars()
     }
 
     /// Finishes the step with the summarizer's answer, and the entry point

@@ -49,6 +49,9 @@ pub(super) struct PendingSummary {
     /// The ledger of `..end`, rendered: it goes into the replacement next
     /// to the summary, and to the summarizer so the prose need not repeat it.
     ledger: String,
+    /// How long the summary may be, in characters (`Ctx::summary_chars`
+    /// when the step started).
+    max_chars: usize,
     /// The part of the ledger the markers in `..end` do not carry yet. When
     /// the summarizer reads those markers whole in its input, it is given
     /// only this: when compaction runs on every call, the ledger is then not
@@ -151,10 +154,11 @@ fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> Option<Re
     (floor + MIN_SUMMARY_CHARS < history.chars()).then_some(ledger)
 }
 
-/// What a summary is expected to run to, in characters, for the cost model
-/// to price a compaction before asking for it: the instruction asks for a
-/// few short lines in each of its sections, about 2,000 characters.
-pub(super) const SUMMARY_CHARS_ESTIMATE: usize = 2_000;
+/// What a summary runs to, in characters, where the window has room for
+/// it: the instruction asks for a few short lines in each of its sections.
+/// Beside a system prompt that leaves little room, less (the budget a
+/// compaction asks for is `SummaryNeeded::max_chars`).
+pub const SUMMARY_CHARS: usize = 2_000;
 
 /// The size of the `[Compacted]` message that would replace `history` now,
 /// with an empty summary: header, request, transcript line and ledger.
@@ -256,8 +260,10 @@ impl PendingSummary {
                 text: bounded_transcript(messages, window),
             }
         };
+        let max_chars = cx.summary_chars(history);
         StepProgress::Waiting(PendingSummary {
             step,
+            max_chars,
             request: request.to_string(),
             end: messages.len(),
             focus: focus.map(str::to_string),
@@ -286,6 +292,11 @@ impl PendingSummary {
     /// What the summary should pay particular attention to.
     pub(super) fn focus(&self) -> Option<&str> {
         self.focus.as_deref()
+    }
+
+    /// How long the summary may be, in characters.
+    pub(super) fn max_chars(&self) -> usize {
+        self.max_chars
     }
 
     /// The ledger to give the summarizer: the part not in its input yet

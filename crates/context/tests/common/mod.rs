@@ -20,6 +20,7 @@ impl Summarizer for Recording {
         input: SummaryInput<'_>,
         focus: Option<&str>,
         _ledger: &str,
+        _max_chars: usize,
     ) -> Result<String, SummarizeError> {
         let text: String = input.to_messages().iter().map(Message::text).collect();
         let len = text.chars().count();
