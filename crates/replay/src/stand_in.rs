@@ -47,10 +47,30 @@ impl Summarizer for StandInSummarizer {
             s.push(')');
         }
         s.push_str(". ");
-        while s.len() < chars {
+        while s.chars().count() < chars {
             s.push_str("Goal, decisions, files, remaining work. ");
         }
-        s.truncate(chars);
+        // A focus may hold any text: cut at a character, not a byte.
+        let cut = s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at);
+        s.truncate(cut);
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_is_its_own_size_or_the_budget_if_smaller() {
+        let mut stand_in = StandInSummarizer::default();
+        let input = SummaryInput::Transcript("x");
+        let full = stand_in.summarize(input, None, "", usize::MAX).unwrap();
+        assert_eq!(full.chars().count(), stand_in.summary_chars);
+        let focus = Some("é".repeat(700));
+        let small = stand_in
+            .summarize(input, focus.as_deref(), "", 1_000)
+            .unwrap();
+        assert_eq!(small.chars().count(), 1_000);
     }
 }
