@@ -27,9 +27,18 @@ impl Ctx {
     }
 }
 
-/// `text` in pieces of at most `size` characters.
+/// Most pieces one text or tool input is streamed in.
+const MAX_PIECES: usize = 256;
+
+/// `text` in pieces of `size` characters, or in [`MAX_PIECES`] equal ones
+/// when that would be more. A provider sends a few tokens an event, but a
+/// test's 60,000-character reply at 7 a piece is 8,600 events, each parsed,
+/// dispatched and drawn by a debug build: seconds of CPU a test, spent on
+/// nothing a smaller count does not also cover (every long text is still
+/// split across many events, characters of any width included).
 fn pieces(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
+    let size = size.max(chars.len().div_ceil(MAX_PIECES));
     chars
         .chunks(size.max(1))
         .map(|c| c.iter().collect())
@@ -349,4 +358,25 @@ pub(crate) fn openai_overflow(bytes: usize, max_bytes: usize) -> String {
         "code": "context_length_exceeded",
     }})
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_PIECES, pieces};
+
+    #[test]
+    fn a_short_text_goes_in_small_pieces_and_a_long_one_in_at_most_max_pieces() {
+        let short = "héllo wörld, the parser";
+        let p = pieces(short, 7);
+        assert!(p.iter().all(|p| p.chars().count() <= 7));
+        assert_eq!(p.concat(), short);
+        let long = "é tables. ".repeat(6_000);
+        let p = pieces(&long, 7);
+        assert!(
+            p.len() <= MAX_PIECES && p.len() > MAX_PIECES / 2,
+            "{}",
+            p.len()
+        );
+        assert_eq!(p.concat(), long);
+    }
 }
