@@ -161,6 +161,15 @@ pub(super) fn marker_floor_chars(history: &mut History, cx: &Ctx, request: &str)
     marker_floor(history, cx, request).0
 }
 
+/// The size of the `[Compacted]` message that would replace a history
+/// now with an empty summary and no ledger: never more than
+/// [`marker_floor_chars`] (the ledger is appended), and known without
+/// rendering the ledger.
+pub(super) fn marker_without_ledger_chars(cx: &Ctx, request: &str) -> usize {
+    let place = cx.store.transcript_path();
+    compacted_message(COMPACTED_HEADER, request, "", &place, "").chars()
+}
+
 /// [`marker_floor_chars`], with the ledger rendered for it.
 fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, RenderedLedger) {
     let place = cx.store.transcript_path();
