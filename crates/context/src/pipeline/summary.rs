@@ -16,7 +16,6 @@ use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use crate::{Content, Message, Role};
-use memchr::memmem;
 use std::path::PathBuf;
 
 /// How far a summarizing step got.
@@ -306,10 +305,7 @@ impl PendingSummary {
                     Content::Text(t) => ledger_section(t),
                     Content::Blocks(_) => None,
                 })
-                // A marker's ledger is found in a bounded transcript of
-                // some 80,000 characters on every summary: memchr's
-                // vectorised search, not the standard one's.
-                .all(|section| memmem::find(text.as_bytes(), section.as_bytes()).is_some()),
+                .all(|section| text.contains(section)),
         };
         if shown { &self.new_facts } else { &self.ledger }
     }
