@@ -230,6 +230,23 @@ impl History {
             .ledger(&self.messages, range, transcript, carry_markers)
     }
 
+    /// [`History::ledger_of`] rendered at `budget` for a marker that names
+    /// `named_by_marker` ([`Ledger::render`]), rendered again only when a
+    /// message was recorded since the last time it was asked for.
+    pub(crate) fn rendered_ledger(
+        &mut self,
+        (range, transcript, carry_markers): (Range<usize>, Option<&str>, bool),
+        budget: usize,
+        named_by_marker: Option<&str>,
+    ) -> String {
+        self.ledger.rendered(
+            &self.messages,
+            (range, transcript, carry_markers),
+            budget,
+            named_by_marker,
+        )
+    }
+
     /// Replaces every message.
     pub fn replace_all(&mut self, messages: Vec<Message>) {
         let len = self.messages.len();

@@ -1,13 +1,18 @@
-//! The pipeline's time per model call, in call order, for the longest
-//! conversation under a folder: whether its cost stays flat as a session
-//! grows. `cargo run --release -p whittle-replay --example pipeline_per_call
-//! -- POLICY PATH` prints `call<TAB>microseconds` lines, then a summary by
-//! tenths of the session, then the median per call over every conversation
-//! under the folder.
+//! The pipeline's time per model call, in call order, as `whittle replay`
+//! measures it (the recorded calls, their timestamps and the cache model):
+//! whether its cost stays flat as a session grows. `cargo run --release -p
+//! whittle-replay --example pipeline_per_call -- POLICY PATH
+//! [WINDOW_TOKENS]` prints `call<TAB>microseconds` lines for the
+//! conversation with the most calls under PATH (a file or a folder), then
+//! its median and p99 by tenths of the session, then the median, p90 and
+//! p99 per call over every conversation. The window is 32,000 tokens unless
+//! given. Each call's time is the best of three runs: the machine is
+//! shared, the minimum is the signal.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;
-use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, import_tree, replay_conversation};
+use whittle_context::Summarizer;
+use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_paths};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -16,79 +21,63 @@ fn main() {
         .and_then(|p| Policy::parse(&p))
         .unwrap_or(Policy::Teaching);
     let root = PathBuf::from(args.next().unwrap_or_else(|| "../shared/traces".into()));
-    let all: Vec<_> = import_tree(&root)
-        .into_iter()
-        .filter_map(|f| f.result.ok())
-        .flatten()
-        .collect();
-    let longest = all
-        .iter()
-        .max_by_key(|c| c.messages.len())
-        .expect("no conversation under the folder");
-    let config = ReplayConfig::for_window(32_000);
-    let dir = tempfile::tempdir().unwrap();
-    // Best of three runs per call: the machine is shared, the minimum is the signal.
-    let mut best: Vec<u64> = Vec::new();
-    for _ in 0..3 {
-        let r = replay_conversation(
-            &longest.id,
-            &longest.messages,
-            longest.system.as_deref(),
-            policy,
+    let window = args.next().and_then(|w| w.parse().ok()).unwrap_or(32_000);
+    let config = ReplayConfig::for_window(window);
+    let mut factory = || Box::new(StandInSummarizer::default()) as Box<dyn Summarizer>;
+    // Per conversation: its id and the best time of each call.
+    let mut best: Vec<(String, Vec<u64>)> = Vec::new();
+    for run in 0..3 {
+        let summary = replay_paths(
+            std::slice::from_ref(&root),
+            &[policy],
             &config,
-            &mut StandInSummarizer::default(),
-            dir.path(),
+            &mut factory,
+            "stand-in",
         );
-        if best.is_empty() {
-            best = r.pipeline_us_by_call;
-        } else {
-            for (b, t) in best.iter_mut().zip(r.pipeline_us_by_call) {
-                *b = (*b).min(t);
+        for (k, row) in summary.conversations.into_iter().enumerate() {
+            let times = row.reports.into_iter().next().unwrap().pipeline_us_by_call;
+            if run == 0 {
+                best.push((row.id, times));
+            } else {
+                for (b, t) in best[k].1.iter_mut().zip(times) {
+                    *b = (*b).min(t);
+                }
             }
         }
     }
+    let (id, longest) = best
+        .iter()
+        .max_by_key(|(_, t)| t.len())
+        .expect("no conversation under the path");
     eprintln!(
-        "{} ({} messages, {} calls) under {}",
-        longest.id,
-        longest.messages.len(),
-        best.len(),
+        "{id} ({} calls) under {} at {window} tokens",
+        longest.len(),
         policy.name()
     );
-    for (i, us) in best.iter().enumerate() {
+    for (i, us) in longest.iter().enumerate() {
         println!("{i}\t{us}");
     }
-    let tenth = best.len().div_ceil(10).max(1);
-    for (k, chunk) in best.chunks(tenth).enumerate() {
+    let tenth = longest.len().div_ceil(10).max(1);
+    for (k, chunk) in longest.chunks(tenth).enumerate() {
         let mut sorted = chunk.to_vec();
         sorted.sort_unstable();
         eprintln!(
-            "calls {:>4}-{:<4} median {:>6} us",
+            "calls {:>4}-{:<4} median {:>6} us, p99 {:>6} us",
             k * tenth,
             k * tenth + chunk.len() - 1,
-            sorted[sorted.len() / 2]
+            sorted[sorted.len() / 2],
+            sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)]
         );
     }
-    let mut every: Vec<u64> = Vec::new();
-    for c in &all {
-        let dir = tempfile::tempdir().unwrap();
-        let r = replay_conversation(
-            &c.id,
-            &c.messages,
-            c.system.as_deref(),
-            policy,
-            &config,
-            &mut StandInSummarizer::default(),
-            dir.path(),
-        );
-        every.extend(r.pipeline_us_by_call);
-    }
+    let mut every: Vec<u64> = best.iter().flat_map(|(_, t)| t.iter().copied()).collect();
     every.sort_unstable();
     eprintln!(
-        "all {} conversations, {} calls: median {} us, p90 {} us, total {} ms",
-        all.len(),
+        "all {} conversations, {} calls: median {} us, p90 {} us, p99 {} us, total {} ms",
+        best.len(),
         every.len(),
         every[every.len() / 2],
         every[every.len() * 9 / 10],
+        every[every.len() * 99 / 100],
         every.iter().sum::<u64>() / 1000
     );
 }

@@ -10,7 +10,7 @@
 //! error line is shown once; a repeated command line once, its newest run
 //! with its exit status, and how many times it ran (`×14`).
 
-use super::render::{command_line, error_line, file_tail};
+use super::render::{command_line, error_line, file_tail_len};
 use super::tree::PathTree;
 use super::{FileUse, Ledger};
 use crate::controls_to_spaces;
@@ -26,6 +26,8 @@ pub(super) struct Chosen {
     pub(super) files: Vec<usize>,
     /// Commands, newest first.
     pub(super) commands: Vec<usize>,
+    /// How many times each of `commands`' lines ran, in the same order.
+    pub(super) command_runs: Vec<u32>,
     /// Errors, newest first.
     pub(super) errors: Vec<usize>,
     /// Mentioned paths not listed because a kept command line shows them.
@@ -136,9 +138,19 @@ impl Ledger {
             .sum();
         choice.commands.sort_unstable_by(|a, b| b.cmp(a));
         choice.errors.sort_unstable_by(|a, b| b.cmp(a));
+        let command_runs = choice
+            .commands
+            .iter()
+            .map(|&c| {
+                runs.get(self.commands[c].line.as_str())
+                    .copied()
+                    .unwrap_or(1)
+            })
+            .collect();
         Chosen {
             files: choice.files.into_iter().collect(),
             commands: choice.commands,
+            command_runs,
             errors: choice.errors,
             covered: covered.len(),
             grouped,
@@ -162,7 +174,7 @@ impl Ledger {
                 let f = &self.files[i];
                 let path = controls_to_spaces(&f.path);
                 let place = choice.tree.place(&path);
-                let tail = file_tail(f).len();
+                let tail = file_tail_len(f);
                 let cost = choice.tree.cost(&place, path.len(), tail);
                 if cost > 0 && cost.unsigned_abs() > *left {
                     break;

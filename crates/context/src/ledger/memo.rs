@@ -35,6 +35,18 @@ struct Memo {
     transcript: Option<String>,
     ledger: Ledger,
     recorder: Recorder,
+    /// The ledger's last rendering, while no message was recorded since:
+    /// the band's cost check and the compaction that follows it in the
+    /// same call render the same ledger at the same budget.
+    rendered: Option<Rendered>,
+}
+
+/// One rendering of a memo's ledger, with what it was rendered for.
+#[derive(Clone, Debug)]
+struct Rendered {
+    budget: usize,
+    named_by_marker: Option<String>,
+    text: String,
 }
 
 impl LedgerMemo {
@@ -53,6 +65,46 @@ impl LedgerMemo {
         transcript: Option<&str>,
         carry_markers: bool,
     ) -> &Ledger {
+        let at = self.brought_up_to_date(messages, range, transcript, carry_markers);
+        &self.slots[at].ledger
+    }
+
+    /// [`LedgerMemo::ledger`] rendered as [`Ledger::render`] does, or as
+    /// it was last rendered when nothing was recorded since and the
+    /// rendering was for the same budget and marker.
+    pub(crate) fn rendered(
+        &mut self,
+        messages: &[Message],
+        (range, transcript, carry_markers): (Range<usize>, Option<&str>, bool),
+        budget: usize,
+        named_by_marker: Option<&str>,
+    ) -> String {
+        let at = self.brought_up_to_date(messages, range, transcript, carry_markers);
+        let memo = &mut self.slots[at];
+        if let Some(r) = &memo.rendered
+            && r.budget == budget
+            && r.named_by_marker.as_deref() == named_by_marker
+        {
+            return r.text.clone();
+        }
+        let text = memo.ledger.render(budget, named_by_marker);
+        memo.rendered = Some(Rendered {
+            budget,
+            named_by_marker: named_by_marker.map(str::to_owned),
+            text: text.clone(),
+        });
+        text
+    }
+
+    /// The slot holding the ledger of `messages[range]`, every message of
+    /// the range recorded.
+    fn brought_up_to_date(
+        &mut self,
+        messages: &[Message],
+        range: Range<usize>,
+        transcript: Option<&str>,
+        carry_markers: bool,
+    ) -> usize {
         let end = range.end.min(messages.len());
         let start = range.start.min(end);
         let found = self.slots.iter().position(|m| {
@@ -82,16 +134,20 @@ impl LedgerMemo {
                         carry_markers,
                         ..Recorder::default()
                     },
+                    rendered: None,
                 });
                 self.slots.len() - 1
             }
         };
         let memo = &mut self.slots[at];
+        if memo.upto < end {
+            memo.rendered = None;
+        }
         for message in &messages[memo.upto..end] {
             memo.recorder
                 .record(&mut memo.ledger, message, memo.transcript.as_deref());
         }
         memo.upto = end;
-        &memo.ledger
+        at
     }
 }

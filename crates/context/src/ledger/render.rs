@@ -107,10 +107,8 @@ impl Ledger {
         }
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
-            for &i in &kept.commands {
-                let c = &self.commands[i];
-                let runs = self.commands.iter().filter(|o| o.line == c.line).count();
-                out.push_str(&command_line(c, runs as u32));
+            for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
+                out.push_str(&command_line(&self.commands[i], runs));
             }
         }
         if !kept.errors.is_empty() {
@@ -188,15 +186,39 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
 /// What follows a file's path on its line, ` (Read ×3, Edit)`: a use
 /// once is its tool alone.
 pub(super) fn file_tail(f: &FileUse) -> String {
-    let uses: Vec<String> = f
+    // Written into one string: rendering runs on every compaction, and
+    // choosing measures every file it considers.
+    let mut out = String::with_capacity(file_tail_len(f));
+    out.push_str(" (");
+    for (k, (tool, n)) in f.uses.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(tool);
+        if *n != 1 {
+            let _ = write!(out, " ×{n}");
+        }
+    }
+    out.push(')');
+    out
+}
+
+/// The length in bytes of [`file_tail`]'s text, without writing it.
+pub(super) fn file_tail_len(f: &FileUse) -> usize {
+    let uses: usize = f
         .uses
         .iter()
-        .map(|(t, n)| match n {
-            1 => t.clone(),
-            n => format!("{t} ×{n}"),
+        .map(|(tool, n)| match n {
+            1 => tool.len(),
+            n => tool.len() + " ×".len() + decimal_digits(*n),
         })
-        .collect();
-    format!(" ({})", uses.join(", "))
+        .sum();
+    " (".len() + uses + ", ".len() * f.uses.len().saturating_sub(1) + ")".len()
+}
+
+/// How many digits `n` has in decimal.
+fn decimal_digits(n: u32) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// A command's line with its (newest) exit status, and how many times it

@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
-use super::summary::marker_floor_chars;
+use super::summary::{marker_floor_chars, marker_without_ledger_chars};
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor,
 };
@@ -119,23 +119,30 @@ pub(super) fn compaction_pays(
     {
         return true;
     }
-    let rewrite = summary_rewrite(history, cx, cache, request, size);
-    cache.verdict(rewrite) != Verdict::DoesNotPay
+    // A bigger marker frees less, and the saving grows with what is freed:
+    // if the summary does not pay even with a marker that carries no
+    // ledger, it does not pay with the ledger either, and the ledger need
+    // not be rendered (most calls in the band wait, each with new facts).
+    let unledgered = marker_without_ledger_chars(cx, request);
+    if cache.verdict(summary_rewrite(history, cx, cache, unledgered, size)) == Verdict::DoesNotPay {
+        return false;
+    }
+    let marker = marker_floor_chars(history, cx, request);
+    cache.verdict(summary_rewrite(history, cx, cache, marker, size)) != Verdict::DoesNotPay
 }
 
 /// The rewrite a summary of `history` (measuring `size`) makes, priced
-/// before it is asked for.
+/// before it is asked for, with a marker of `marker_chars` besides the
+/// summary.
 fn summary_rewrite(
-    history: &mut History,
+    history: &History,
     cx: &Ctx,
     cache: &CacheState,
-    request: &str,
+    marker_chars: usize,
     size: u64,
 ) -> Rewrite {
     let summary_chars = cx.summary_chars(history);
-    let marker = cx
-        .meter
-        .chars_to_units(marker_floor_chars(history, cx, request) + summary_chars);
+    let marker = cx.meter.chars_to_units(marker_chars + summary_chars);
     let messages = units_before(history, cx, history.len());
     let CachePrices {
         read,

@@ -247,6 +247,29 @@ mod tests {
         assert_eq!(warm(40).verdict(Rewrite { extra: 0.0, ..r }), Verdict::Pays);
     }
 
+    proptest::proptest! {
+        /// Freeing more never turns a rewrite that pays into one that does
+        /// not: the band's check prices a summary with the smallest marker
+        /// first, and renders the ledger only when that one pays.
+        #[test]
+        fn freeing_more_never_pays_less(
+            calls in 0u64..200,
+            idle in proptest::option::of(0u64..600_000),
+            cached in 0u64..400_000,
+            kept in 0u64..400_000,
+            freed in 0u64..400_000,
+            more in 0u64..400_000,
+            extra in 0.0f64..100_000.0,
+        ) {
+            let state = CacheState { idle_ms: idle, ..warm(calls) };
+            let less = Rewrite { cached, kept, freed, extra };
+            let bigger = Rewrite { freed: freed + more, ..less };
+            if state.verdict(bigger) == Verdict::DoesNotPay {
+                proptest::prop_assert_eq!(state.verdict(less), Verdict::DoesNotPay);
+            }
+        }
+    }
+
     #[test]
     fn freeing_nothing_never_pays() {
         let cold = CacheState {

@@ -129,9 +129,7 @@ struct RenderedLedger {
 
 impl RenderedLedger {
     fn of(history: &mut History, end: usize, place: String, budget: usize) -> RenderedLedger {
-        let text = history
-            .ledger_of(0..end, Some(&place), true)
-            .render(budget, Some(&place));
+        let text = history.rendered_ledger((0..end, Some(&place), true), budget, Some(&place));
         RenderedLedger {
             end,
             place,
@@ -164,6 +162,15 @@ pub const SUMMARY_CHARS: usize = 2_000;
 /// with an empty summary: header, request, transcript line and ledger.
 pub(super) fn marker_floor_chars(history: &mut History, cx: &Ctx, request: &str) -> usize {
     marker_floor(history, cx, request).0
+}
+
+/// The size of the `[Compacted]` message that would replace a history
+/// now with an empty summary and no ledger: never more than
+/// [`marker_floor_chars`] (the ledger is appended), and known without
+/// rendering the ledger.
+pub(super) fn marker_without_ledger_chars(cx: &Ctx, request: &str) -> usize {
+    let place = cx.store.transcript_path();
+    compacted_message(COMPACTED_HEADER, request, "", &place, "").chars()
 }
 
 /// [`marker_floor_chars`], with the ledger rendered for it.
@@ -244,9 +251,7 @@ impl PendingSummary {
         // Without a marker's ledger in the messages, the facts not in one
         // yet are all of them: the same text.
         let new_facts = if history.messages()[..end].iter().any(carries_ledger) {
-            history
-                .ledger_of(0..end, Some(&place), false)
-                .render(budget, Some(&place))
+            history.rendered_ledger((0..end, Some(&place), false), budget, Some(&place))
         } else {
             ledger.clone()
         };
@@ -311,7 +316,7 @@ impl PendingSummary {
                     Content::Text(t) => ledger_section(t),
                     Content::Blocks(_) => None,
                 })
-                .all(|section| text.contains(section)),
+                .all(|section| contains_long(text, section)),
         };
         if shown { &self.new_facts } else { &self.ledger }
     }
@@ -394,6 +399,36 @@ impl PendingSummary {
     }
 }
 
+/// Bytes of a long needle [`contains_long`] searches for first.
+const NEEDLE_HEAD: usize = 64;
+
+/// `text.contains(needle)`, for a needle of a few thousand bytes (a
+/// marker's ledger) in a text of tens of thousands (a bounded transcript):
+/// the standard search prepares the whole needle first, which on every
+/// summary cost more than the search itself. This one searches for the
+/// needle's head and compares the rest where the head is found (every
+/// place, overlapping ones included).
+fn contains_long(text: &str, needle: &str) -> bool {
+    if needle.len() <= NEEDLE_HEAD {
+        return text.contains(needle);
+    }
+    let cut = (1..=NEEDLE_HEAD)
+        .rev()
+        .find(|&i| needle.is_char_boundary(i))
+        .unwrap_or(needle.len());
+    let head = &needle[..cut];
+    let mut from = 0;
+    while let Some(found) = text.get(from..).and_then(|rest| rest.find(head)) {
+        let at = from + found;
+        if text[at..].starts_with(needle) {
+            return true;
+        }
+        // The next place a match could start: after this one's first char.
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
 /// Whether `m` is a compaction marker with a ledger, as the ledger's
 /// recorder reads one back: a user message without tool results.
 fn carries_ledger(m: &Message) -> bool {
@@ -428,4 +463,39 @@ fn shrink_kept_tail(history: &mut History, cx: &Ctx, mut report: StepReport) -> 
     }
     report.after = cx.measure(history);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_long;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_long_needle_is_found_where_it_overlaps_a_false_start() {
+        let needle = format!("{}b", "a".repeat(100));
+        assert!(contains_long(&format!("x{}b", "a".repeat(150)), &needle));
+        assert!(!contains_long(&"a".repeat(300), &needle));
+        let wide = format!("é{}", "ü".repeat(40));
+        assert!(contains_long(&format!("ab{wide}cd"), &wide));
+        assert!(!contains_long("short", &wide));
+    }
+
+    proptest! {
+        /// Whatever the needle and the text, the answer is the standard
+        /// search's; a small alphabet makes repeats and overlaps common.
+        #[test]
+        fn a_long_needle_is_found_as_the_standard_search_finds_it(
+            needle in "[ab]{60,90}",
+            before in "[ab]{0,80}",
+            after in "[ab]{0,80}",
+            plant in any::<bool>(),
+        ) {
+            let text = if plant {
+                format!("{before}{needle}{after}")
+            } else {
+                format!("{before}{after}")
+            };
+            prop_assert_eq!(contains_long(&text, &needle), text.contains(needle.as_str()));
+        }
+    }
 }

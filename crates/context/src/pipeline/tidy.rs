@@ -121,9 +121,11 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     let transcript = span.path.display().to_string();
     let budget = cx.ledger_chars(history);
-    let ledger = history
-        .ledger_of(head_end..tail_start, Some(&transcript), true)
-        .render(budget, Some(&transcript));
+    let ledger = history.rendered_ledger(
+        (head_end..tail_start, Some(&transcript), true),
+        budget,
+        Some(&transcript),
+    );
     let marker = archive_marker(count, &span.path, lines, &ledger);
     if marker.chars() >= removed_chars {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
