@@ -174,27 +174,40 @@ impl QMatrix {
         }
         let weights = self.slices();
         if seq == 1 {
+            let x = xrows[0];
             out[..self.rows]
                 .par_chunks_mut(MATVEC_CHUNK)
                 .enumerate()
                 .for_each(|(chunk, out)| {
-                    for (i, o) in out.iter_mut().enumerate() {
-                        let w = weights.get(chunk * MATVEC_CHUNK + i);
+                    let first = chunk * MATVEC_CHUNK;
+                    let len = out.len();
+                    let mut quads = out.chunks_exact_mut(4);
+                    for (q, o) in (&mut quads).enumerate() {
+                        let r = first + 4 * q;
+                        let rows = [r, r + 1, r + 2, r + 3].map(|r| weights.get(r));
+                        o.copy_from_slice(&quant::dot_rows4(self.kind, rows, x));
+                    }
+                    let rest = quads.into_remainder();
+                    let done = len - rest.len();
+                    for (i, o) in rest.iter_mut().enumerate() {
+                        let w = weights.get(first + done + i);
                         quant::dot_rows(self.kind, w, &xrows, std::slice::from_mut(o));
                     }
                 });
             return;
         }
         // Row-major by weight row, so each task writes one contiguous run; transposed after.
+        // Within a task, each tile of activation rows meets all the task's weight rows
+        // before the next tile is read, so both stay in L1.
         let mut by_row = vec![0f32; self.rows * seq];
         by_row
             .par_chunks_mut(MATMUL_CHUNK * seq)
             .enumerate()
             .for_each(|(chunk, block)| {
-                for (i, o) in block.chunks_exact_mut(seq).enumerate() {
-                    let w = weights.get(chunk * MATMUL_CHUNK + i);
-                    for (xs, o) in xrows.chunks(TILE).zip(o.chunks_mut(TILE)) {
-                        quant::dot_rows(self.kind, w, xs, o);
+                for (ti, xs) in xrows.chunks(TILE).enumerate() {
+                    for (i, o) in block.chunks_exact_mut(seq).enumerate() {
+                        let w = weights.get(chunk * MATMUL_CHUNK + i);
+                        quant::dot_rows(self.kind, w, xs, &mut o[ti * TILE..]);
                     }
                 }
             });

@@ -92,6 +92,21 @@ fn f16_at(table: &[f32], bytes: &[u8], at: usize) -> f32 {
     table[usize::from(bits)]
 }
 
+/// The f16 at `bytes[at..at + 2]` as f32 by bit arithmetic: exponent and mantissa moved
+/// to f32's places, then rebiased by a multiplication by 2^112, which is exact for every
+/// finite f16 (subnormals included). The kernels use this rather than the table: the
+/// 256 KiB table lives in L2, and a dependent L2 load per block stalled the decoding loop.
+/// Infinities and NaNs (never in a real model) take the table.
+#[inline(always)]
+fn f16_at_fast(table: &[f32], bytes: &[u8], at: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    if bits & 0x7C00 == 0x7C00 {
+        return table[usize::from(bits)];
+    }
+    let magnitude = f32::from_bits(u32::from(bits & 0x7FFF) << 13) * f32::from_bits(0x7780_0000);
+    f32::from_bits(magnitude.to_bits() | (u32::from(bits & 0x8000) << 16))
+}
+
 /// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest.
 pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
     for (block, x) in out.iter_mut().zip(x.chunks_exact(BLOCK)) {
@@ -217,10 +232,37 @@ pub(crate) fn avx2() -> Option<V3> {
 pub(crate) fn dot_rows(kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = avx2() {
-        simd.vectorize(|| avx2_kernels::dot_rows(simd, kind, row, xs, out));
+        let op = avx2_kernels::DotRows {
+            simd,
+            kind,
+            row,
+            xs,
+            out,
+        };
+        simd.vectorize(op);
         return;
     }
     dot_rows_scalar(kind, row, xs, out);
+}
+
+/// `rows[r] · x` for four weight rows of `kind` and one activation row: decoding reads
+/// four rows per call so their accumulator chains overlap and each activation block is
+/// loaded once for all four.
+pub(crate) fn dot_rows4(kind: Kind, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2() {
+        return simd.vectorize(avx2_kernels::DotRows4 {
+            simd,
+            kind,
+            rows,
+            x,
+        });
+    }
+    rows.map(|row| {
+        let mut out = [0f32];
+        dot_rows_scalar(kind, row, &[x], &mut out);
+        out[0]
+    })
 }
 
 /// The portable kernel (and the AVX2 kernel's reference in tests).
@@ -303,7 +345,7 @@ mod avx2_kernels {
     //! Written without closures: a closure inside `vectorize` would be compiled without
     //! AVX2 and every intrinsic in it would become a call.
 
-    use super::{Kind, TILE, XBlock, f16_at, f16_table, k4_scale_min};
+    use super::{Kind, TILE, XBlock, f16_at_fast as f16_at, f16_table, k4_scale_min};
     use pulp::bytemuck::cast;
     use pulp::x86::V3;
     use std::arch::x86_64::{__m128i, __m256, __m256i};
@@ -375,131 +417,318 @@ mod avx2_kernels {
         s
     }
 
+    /// [`dot_rows`]'s arguments, called through `pulp::NullaryFnOnce` with an
+    /// `#[inline(always)]` body: `vectorize` is the function compiled with AVX2, and a
+    /// closure this large would not be inlined into it, leaving every intrinsic a call.
+    pub(super) struct DotRows<'a, 'x> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) row: &'a [u8],
+        pub(super) xs: &'a [&'x [XBlock]],
+        pub(super) out: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for DotRows<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            dot_rows(self.simd, self.kind, self.row, self.xs, self.out);
+        }
+    }
+
+    /// [`dot_rows4`]'s arguments, for the same reason as [`DotRows`].
+    pub(super) struct DotRows4<'a> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) rows: [&'a [u8]; 4],
+        pub(super) x: &'a [XBlock],
+    }
+
+    impl pulp::NullaryFnOnce for DotRows4<'_> {
+        type Output = [f32; 4];
+
+        #[inline(always)]
+        fn call(self) -> [f32; 4] {
+            dot_rows4(self.simd, self.kind, self.rows, self.x)
+        }
+    }
+
+    /// `out[t] = row · xs[t]`, dispatched to a kernel whose activation-row count is a
+    /// constant, so its accumulators are registers rather than a stack array reloaded
+    /// and stored on every block.
     #[inline(always)]
     pub(super) fn dot_rows(simd: V3, kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
         let n = xs.len().min(TILE).min(out.len());
-        let t = f16_table();
-        let zero = simd.avx._mm256_setzero_ps();
-        let mut acc = [zero; TILE];
-        let mut mins = [0f32; TILE];
-        let (acc, mins) = (&mut acc[..n], &mut mins[..n]);
-        let xs = &xs[..n];
+        match n {
+            1 => tile_into::<1>(simd, kind, row, xs, out),
+            2 => tile_into::<2>(simd, kind, row, xs, out),
+            3 => tile_into::<3>(simd, kind, row, xs, out),
+            4 => tile_into::<4>(simd, kind, row, xs, out),
+            5 => tile_into::<5>(simd, kind, row, xs, out),
+            6 => tile_into::<6>(simd, kind, row, xs, out),
+            7 => tile_into::<7>(simd, kind, row, xs, out),
+            _ => tile_into::<8>(simd, kind, row, xs, out),
+        }
+    }
+
+    #[inline(always)]
+    fn tile_into<const N: usize>(
+        simd: V3,
+        kind: Kind,
+        row: &[u8],
+        xs: &[&[XBlock]],
+        out: &mut [f32],
+    ) {
+        let (Some(xs), Some(out)) = (xs.first_chunk::<N>(), out.first_chunk_mut::<N>()) else {
+            return;
+        };
+        *out = match kind {
+            Kind::Q4_0 => q4::<N, false>(simd, row, xs),
+            Kind::Q4_1 => q4::<N, true>(simd, row, xs),
+            Kind::Q8_0 => q8::<N>(simd, row, xs),
+            Kind::Q4K => q4k::<N>(simd, row, xs),
+            Kind::Q6K => q6k::<N>(simd, row, xs),
+        };
+    }
+
+    /// `rows[r] · x` for four weight rows and one activation row (decoding): four
+    /// independent accumulator chains, and each activation block loaded once for all four.
+    #[inline(always)]
+    pub(super) fn dot_rows4(simd: V3, kind: Kind, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
         match kind {
-            Kind::Q4_0 | Kind::Q4_1 => {
-                let (bytes, qs_at) = if kind == Kind::Q4_1 { (20, 4) } else { (18, 2) };
-                for (bi, b) in row.chunks_exact(bytes).enumerate() {
-                    let d = f16_at(t, b, 0);
-                    let m = if kind == Kind::Q4_1 {
-                        f16_at(t, b, 2)
-                    } else {
-                        -8.0 * d
-                    };
-                    let w = unpack_nibbles(simd, load16(&b[qs_at..]));
-                    for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
-                        let x = &x[bi];
+            Kind::Q4_0 => q4x4::<false>(simd, rows, x),
+            Kind::Q4_1 => q4x4::<true>(simd, rows, x),
+            Kind::Q8_0 => q8x4(simd, rows, x),
+            // Written out: a closure here would be compiled without AVX2.
+            Kind::Q4K => [
+                q4k::<1>(simd, rows[0], &[x])[0],
+                q4k::<1>(simd, rows[1], &[x])[0],
+                q4k::<1>(simd, rows[2], &[x])[0],
+                q4k::<1>(simd, rows[3], &[x])[0],
+            ],
+            Kind::Q6K => [
+                q6k::<1>(simd, rows[0], &[x])[0],
+                q6k::<1>(simd, rows[1], &[x])[0],
+                q6k::<1>(simd, rows[2], &[x])[0],
+                q6k::<1>(simd, rows[3], &[x])[0],
+            ],
+        }
+    }
+
+    /// The accumulators' final sums, as the scalar kernel adds them: lanes in order, then
+    /// the min term.
+    #[inline(always)]
+    fn finish<const N: usize>(simd: V3, acc: [__m256; N], mins: [f32; N]) -> [f32; N] {
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(simd, acc[t]) + mins[t];
+        }
+        out
+    }
+
+    /// Q4_0 (`Q41 = false`: 18-byte blocks, min `-8·d`) and Q4_1 (20-byte blocks, min `m`).
+    /// The min terms are summed in a second pass over the (L1-hot) row: kept in the
+    /// main loop, their eight scalars pushed the eight vector accumulators out of the
+    /// registers.
+    #[inline(always)]
+    fn q4<const N: usize, const Q41: bool>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = row.len() / bytes;
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(bytes).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+            for t in 0..N {
+                let x = &xs[t][bi];
+                let p = udot(simd, w, cast(x.qs));
+                acc[t] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[t]);
+            }
+        }
+        let mut mins = [0f32; N];
+        for (bi, b) in row.chunks_exact(bytes).enumerate() {
+            let m = if Q41 {
+                f16_at(t16, b, 2)
+            } else {
+                -8.0 * f16_at(t16, b, 0)
+            };
+            for t in 0..N {
+                mins[t] += m * xs[t][bi].s;
+            }
+        }
+        finish(simd, acc, mins)
+    }
+
+    /// Four Q4_0/Q4_1 rows against one activation row.
+    #[inline(always)]
+    fn q4x4<const Q41: bool>(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = (rows[0]
+            .len()
+            .min(rows[1].len())
+            .min(rows[2].len())
+            .min(rows[3].len())
+            / bytes)
+            .min(x.len());
+        let rows = rows.map(|r| &r[..nb * bytes]);
+        let x = &x[..nb];
+        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        let mut mins = [0f32; 4];
+        for (bi, x) in x.iter().enumerate() {
+            let xq: __m256i = cast(x.qs);
+            for r in 0..4 {
+                let b = &rows[r][bi * bytes..bi * bytes + bytes];
+                let d = f16_at(t16, b, 0);
+                let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
+                let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+                let p = udot(simd, w, xq);
+                acc[r] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+                mins[r] += m * x.s;
+            }
+        }
+        finish(simd, acc, mins)
+    }
+
+    #[inline(always)]
+    fn q8<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let nb = row.len() / 34;
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(34).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let w = load32(&b[2..]);
+            for t in 0..N {
+                let x = &xs[t][bi];
+                let p = sdot(simd, w, cast(x.qs));
+                acc[t] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[t]);
+            }
+        }
+        finish(simd, acc, [0f32; N])
+    }
+
+    /// Four Q8_0 rows against one activation row (the tied output projection).
+    #[inline(always)]
+    fn q8x4(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+        let t16 = f16_table();
+        let nb = (rows[0]
+            .len()
+            .min(rows[1].len())
+            .min(rows[2].len())
+            .min(rows[3].len())
+            / 34)
+            .min(x.len());
+        let rows = rows.map(|r| &r[..nb * 34]);
+        let x = &x[..nb];
+        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        for (bi, x) in x.iter().enumerate() {
+            let xq: __m256i = cast(x.qs);
+            for r in 0..4 {
+                let b = &rows[r][bi * 34..bi * 34 + 34];
+                let d = f16_at(t16, b, 0);
+                let p = sdot(simd, load32(&b[2..]), xq);
+                acc[r] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+            }
+        }
+        finish(simd, acc, [0f32; 4])
+    }
+
+    #[inline(always)]
+    fn q4k<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let mask = simd.avx._mm256_set1_epi8(0xF);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        let mut mins = [0f32; N];
+        for (bi, b) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = (f16_at(t16, b, 0), f16_at(t16, b, 2));
+            let scales = &b[4..16];
+            for pair in 0..4 {
+                let q = load32(&b[16 + 32 * pair..]);
+                let halves = [
+                    simd.avx2._mm256_and_si256(q, mask),
+                    simd.avx2
+                        ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(q), mask),
+                ];
+                for (h, w) in halves.into_iter().enumerate() {
+                    let sub = 2 * pair + h;
+                    let (sc, mn) = k4_scale_min(scales, sub);
+                    let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
+                    for t in 0..N {
+                        let x = &xs[t][bi * 8 + sub];
                         let p = udot(simd, w, cast(x.qs));
-                        *acc = simd
-                            .fma
-                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
-                        *min += m * x.s;
+                        acc[t] =
+                            simd.fma
+                                ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(dd * x.d), p, acc[t]);
+                        mins[t] -= mm * x.s;
                     }
                 }
             }
-            Kind::Q8_0 => {
-                for (bi, b) in row.chunks_exact(34).enumerate() {
-                    let d = f16_at(t, b, 0);
-                    let w = load32(&b[2..]);
-                    for (acc, x) in acc.iter_mut().zip(xs) {
-                        let x = &x[bi];
+        }
+        finish(simd, acc, mins)
+    }
+
+    #[inline(always)]
+    fn q6k<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let m4 = simd.avx._mm256_set1_epi8(0xF);
+        let m3 = simd.avx._mm256_set1_epi8(3);
+        let m32 = simd.avx._mm256_set1_epi8(32);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(210).enumerate() {
+            let d = f16_at(t16, b, 208);
+            for h in 0..2 {
+                let ql0 = load32(&b[64 * h..]);
+                let ql1 = load32(&b[64 * h + 32..]);
+                let qh = load32(&b[128 + 32 * h..]);
+                let groups = [
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2._mm256_and_si256(ql0, m4),
+                        q6_high(simd, qh, m3, 0),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2._mm256_and_si256(ql1, m4),
+                        q6_high(simd, qh, m3, 2),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2
+                            ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql0), m4),
+                        q6_high(simd, qh, m3, 4),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2
+                            ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql1), m4),
+                        q6_high(simd, qh, m3, 6),
+                    ),
+                ];
+                let sc = &b[192 + 8 * h..200 + 8 * h];
+                for (g, q) in groups.into_iter().enumerate() {
+                    let w = simd.avx2._mm256_sub_epi8(q, m32);
+                    let (s0, s1) = (
+                        d * f32::from(sc[2 * g] as i8),
+                        d * f32::from(sc[2 * g + 1] as i8),
+                    );
+                    for t in 0..N {
+                        let x = &xs[t][bi * 8 + h * 4 + g];
                         let p = sdot(simd, w, cast(x.qs));
-                        *acc = simd
-                            .fma
-                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
-                    }
-                }
-            }
-            Kind::Q4K => {
-                let mask = simd.avx._mm256_set1_epi8(0xF);
-                for (bi, b) in row.chunks_exact(144).enumerate() {
-                    let (d, dmin) = (f16_at(t, b, 0), f16_at(t, b, 2));
-                    let scales = &b[4..16];
-                    for pair in 0..4 {
-                        let q = load32(&b[16 + 32 * pair..]);
-                        let halves = [
-                            simd.avx2._mm256_and_si256(q, mask),
-                            simd.avx2
-                                ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(q), mask),
-                        ];
-                        for (h, w) in halves.into_iter().enumerate() {
-                            let sub = 2 * pair + h;
-                            let (sc, mn) = k4_scale_min(scales, sub);
-                            let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
-                            for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
-                                let x = &x[bi * 8 + sub];
-                                let p = udot(simd, w, cast(x.qs));
-                                *acc = simd.fma._mm256_fmadd_ps(
-                                    simd.avx._mm256_set1_ps(dd * x.d),
-                                    p,
-                                    *acc,
-                                );
-                                *min -= mm * x.s;
-                            }
-                        }
-                    }
-                }
-            }
-            Kind::Q6K => {
-                let m4 = simd.avx._mm256_set1_epi8(0xF);
-                let m3 = simd.avx._mm256_set1_epi8(3);
-                let m32 = simd.avx._mm256_set1_epi8(32);
-                for (bi, b) in row.chunks_exact(210).enumerate() {
-                    let d = f16_at(t, b, 208);
-                    for h in 0..2 {
-                        let ql0 = load32(&b[64 * h..]);
-                        let ql1 = load32(&b[64 * h + 32..]);
-                        let qh = load32(&b[128 + 32 * h..]);
-                        let groups = [
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2._mm256_and_si256(ql0, m4),
-                                q6_high(simd, qh, m3, 0),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2._mm256_and_si256(ql1, m4),
-                                q6_high(simd, qh, m3, 2),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2
-                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql0), m4),
-                                q6_high(simd, qh, m3, 4),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2
-                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql1), m4),
-                                q6_high(simd, qh, m3, 6),
-                            ),
-                        ];
-                        let sc = &b[192 + 8 * h..200 + 8 * h];
-                        for (g, q) in groups.into_iter().enumerate() {
-                            let w = simd.avx2._mm256_sub_epi8(q, m32);
-                            let (s0, s1) = (
-                                d * f32::from(sc[2 * g] as i8),
-                                d * f32::from(sc[2 * g + 1] as i8),
-                            );
-                            for (acc, x) in acc.iter_mut().zip(xs) {
-                                let x = &x[bi * 8 + h * 4 + g];
-                                let p = sdot(simd, w, cast(x.qs));
-                                let (a, c) = (s0 * x.d, s1 * x.d);
-                                let scale = simd.avx._mm256_setr_ps(a, a, a, a, c, c, c, c);
-                                *acc = simd.fma._mm256_fmadd_ps(scale, p, *acc);
-                            }
-                        }
+                        let (a, c) = (s0 * x.d, s1 * x.d);
+                        let scale = simd.avx._mm256_setr_ps(a, a, a, a, c, c, c, c);
+                        acc[t] = simd.fma._mm256_fmadd_ps(scale, p, acc[t]);
                     }
                 }
             }
         }
-        for ((o, acc), min) in out.iter_mut().zip(acc.iter()).zip(mins.iter()) {
-            *o = hsum(simd, *acc) + min;
-        }
+        finish(simd, acc, [0f32; N])
     }
 }
 
@@ -569,6 +798,21 @@ mod tests {
                     prop_assert!((slow[t] - exact).abs() <= tol, "{kind:?}: {} vs {exact}", slow[t]);
                 }
             }
+        }
+    }
+
+    /// The table-free conversion gives the table's value for every f16 bit pattern
+    /// (NaNs compared by their bits).
+    #[test]
+    fn f16_arithmetic_matches_the_table() {
+        let t = f16_table();
+        for bits in 0..=u16::MAX {
+            let b = bits.to_le_bytes();
+            assert_eq!(
+                f16_at_fast(t, &b, 0).to_bits(),
+                f16_at(t, &b, 0).to_bits(),
+                "{bits:#x}"
+            );
         }
     }
 
