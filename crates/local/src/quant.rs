@@ -364,6 +364,20 @@ mod avx2_kernels {
         cast(a)
     }
 
+    /// Bytes this far ahead of the block being read are requested now: a decode step
+    /// streams every weight once, and the hardware prefetcher alone left the loop
+    /// waiting on loads.
+    const AHEAD: usize = 4096;
+
+    /// Asks for the cache line `AHEAD` bytes past `at` in `bytes` (a hint: no access is
+    /// made, and an address past the end is harmless).
+    #[inline(always)]
+    fn prefetch(simd: V3, bytes: &[u8], at: usize) {
+        let p = bytes.as_ptr().wrapping_add(at + AHEAD).cast::<i8>();
+        simd.sse
+            ._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
+    }
+
     /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones.
     #[inline(always)]
     fn unpack_nibbles(simd: V3, q: __m128i) -> __m256i {
@@ -582,6 +596,7 @@ mod avx2_kernels {
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
             for r in 0..4 {
+                prefetch(simd, rows[r], bi * bytes);
                 let b = &rows[r][bi * bytes..bi * bytes + bytes];
                 let d = f16_at(t16, b, 0);
                 let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
@@ -633,6 +648,7 @@ mod avx2_kernels {
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
             for r in 0..4 {
+                prefetch(simd, rows[r], bi * 34);
                 let b = &rows[r][bi * 34..bi * 34 + 34];
                 let d = f16_at(t16, b, 0);
                 let p = sdot(simd, load32(&b[2..]), xq);
