@@ -199,15 +199,16 @@ impl QMatrix {
         // Row-major by weight row, so each task writes one contiguous run; transposed after.
         // Within a task, each tile of activation rows meets all the task's weight rows
         // before the next tile is read, so both stay in L1.
+        let tile_lanes: Vec<Vec<quant::Lanes>> = xrows.chunks(TILE).map(quant::lanes).collect();
         let mut by_row = vec![0f32; self.rows * seq];
         by_row
             .par_chunks_mut(MATMUL_CHUNK * seq)
             .enumerate()
             .for_each(|(chunk, block)| {
-                for (ti, xs) in xrows.chunks(TILE).enumerate() {
+                for (ti, (xs, lanes)) in xrows.chunks(TILE).zip(&tile_lanes).enumerate() {
                     for (i, o) in block.chunks_exact_mut(seq).enumerate() {
                         let w = weights.get(chunk * MATMUL_CHUNK + i);
-                        quant::dot_rows(self.kind, w, xs, &mut o[ti * TILE..]);
+                        quant::dot_rows_lanes(self.kind, w, xs, lanes, &mut o[ti * TILE..]);
                     }
                 }
             });

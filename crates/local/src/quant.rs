@@ -245,6 +245,55 @@ pub(crate) fn dot_rows(kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]
     dot_rows_scalar(kind, row, xs, out);
 }
 
+/// Block `j` of up to [`TILE`] activation rows side by side (lane `t` from row `t`): their
+/// scales and sums, so a 4-bit kernel scales all of a tile's rows with one vector multiply
+/// per weight block instead of one scalar multiply and broadcast per row.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lanes {
+    pub(crate) d: [f32; TILE],
+    pub(crate) s: [f32; TILE],
+}
+
+/// The [`Lanes`] of a tile of activation rows (each as many blocks as the first).
+pub(crate) fn lanes(xs: &[&[XBlock]]) -> Vec<Lanes> {
+    let blocks = xs.first().map_or(0, |x| x.len());
+    let mut out = vec![Lanes::default(); blocks];
+    for (t, x) in xs.iter().take(TILE).enumerate() {
+        for (l, b) in out.iter_mut().zip(x.iter()) {
+            l.d[t] = b.d;
+            l.s[t] = b.s;
+        }
+    }
+    out
+}
+
+/// [`dot_rows`] given the tile's [`lanes`] too (used by the Q4_0 and Q4_1 kernels, which
+/// prompt processing spends its time in; the same numbers as [`dot_rows`]).
+pub(crate) fn dot_rows_lanes(
+    kind: Kind,
+    row: &[u8],
+    xs: &[&[XBlock]],
+    lanes: &[Lanes],
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2()
+        && matches!(kind, Kind::Q4_0 | Kind::Q4_1)
+    {
+        let op = avx2_kernels::DotRowsLanes {
+            simd,
+            kind,
+            row,
+            xs,
+            lanes,
+            out,
+        };
+        simd.vectorize(op);
+        return;
+    }
+    dot_rows(kind, row, xs, out);
+}
+
 /// `rows[r] · x` for four weight rows of `kind` and one activation row: decoding reads
 /// four rows per call so their accumulator chains overlap and each activation block is
 /// loaded once for all four.
@@ -345,7 +394,7 @@ mod avx2_kernels {
     //! Written without closures: a closure inside `vectorize` would be compiled without
     //! AVX2 and every intrinsic in it would become a call.
 
-    use super::{Kind, TILE, XBlock, f16_at_fast as f16_at, f16_table, k4_scale_min};
+    use super::{Kind, Lanes, TILE, XBlock, f16_at_fast as f16_at, f16_table, k4_scale_min};
     use pulp::bytemuck::cast;
     use pulp::x86::V3;
     use std::arch::x86_64::{__m128i, __m256, __m256i};
@@ -449,6 +498,95 @@ mod avx2_kernels {
         fn call(self) {
             dot_rows(self.simd, self.kind, self.row, self.xs, self.out);
         }
+    }
+
+    /// [`super::dot_rows_lanes`]'s arguments, for the same reason as [`DotRows`].
+    pub(super) struct DotRowsLanes<'a, 'x> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) row: &'a [u8],
+        pub(super) xs: &'a [&'x [XBlock]],
+        pub(super) lanes: &'a [Lanes],
+        pub(super) out: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for DotRowsLanes<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let (simd, row, xs, lanes, out) = (self.simd, self.row, self.xs, self.lanes, self.out);
+            let q41 = self.kind == Kind::Q4_1;
+            match (xs.len().min(TILE).min(out.len()), q41) {
+                (1, false) => q4_lanes_into::<1, false>(simd, row, xs, lanes, out),
+                (2, false) => q4_lanes_into::<2, false>(simd, row, xs, lanes, out),
+                (3, false) => q4_lanes_into::<3, false>(simd, row, xs, lanes, out),
+                (4, false) => q4_lanes_into::<4, false>(simd, row, xs, lanes, out),
+                (5, false) => q4_lanes_into::<5, false>(simd, row, xs, lanes, out),
+                (6, false) => q4_lanes_into::<6, false>(simd, row, xs, lanes, out),
+                (7, false) => q4_lanes_into::<7, false>(simd, row, xs, lanes, out),
+                (_, false) => q4_lanes_into::<8, false>(simd, row, xs, lanes, out),
+                (1, true) => q4_lanes_into::<1, true>(simd, row, xs, lanes, out),
+                (2, true) => q4_lanes_into::<2, true>(simd, row, xs, lanes, out),
+                (3, true) => q4_lanes_into::<3, true>(simd, row, xs, lanes, out),
+                (4, true) => q4_lanes_into::<4, true>(simd, row, xs, lanes, out),
+                (5, true) => q4_lanes_into::<5, true>(simd, row, xs, lanes, out),
+                (6, true) => q4_lanes_into::<6, true>(simd, row, xs, lanes, out),
+                (7, true) => q4_lanes_into::<7, true>(simd, row, xs, lanes, out),
+                (_, true) => q4_lanes_into::<8, true>(simd, row, xs, lanes, out),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn q4_lanes_into<const N: usize, const Q41: bool>(
+        simd: V3,
+        row: &[u8],
+        xs: &[&[XBlock]],
+        lanes: &[Lanes],
+        out: &mut [f32],
+    ) {
+        let (Some(xs), Some(out)) = (xs.first_chunk::<N>(), out.first_chunk_mut::<N>()) else {
+            return;
+        };
+        *out = q4_lanes::<N, Q41>(simd, row, xs, lanes);
+    }
+
+    #[inline(always)]
+    fn load8(v: &[f32; TILE]) -> __m256 {
+        cast(*v)
+    }
+
+    /// [`q4`] with the tile's scales and sums read as vectors: per weight block one
+    /// multiply gives every row's scale and one multiply-add every row's min term (each
+    /// lane the same two roundings as the scalar form, so the same numbers).
+    #[inline(always)]
+    fn q4_lanes<const N: usize, const Q41: bool>(
+        simd: V3,
+        row: &[u8],
+        xs: &[&[XBlock]; N],
+        lanes: &[Lanes],
+    ) -> [f32; N] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = (row.len() / bytes).min(lanes.len());
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let (a, f) = (simd.avx, simd.fma);
+        let mut acc = [a._mm256_setzero_ps(); N];
+        let mut mins = a._mm256_setzero_ps();
+        for (bi, (b, l)) in row.chunks_exact(bytes).zip(lanes).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
+            let scales: [f32; 8] = cast(a._mm256_mul_ps(a._mm256_set1_ps(d), load8(&l.d)));
+            mins = a._mm256_add_ps(mins, a._mm256_mul_ps(a._mm256_set1_ps(m), load8(&l.s)));
+            let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+            for t in 0..N {
+                let p = udot(simd, w, cast(xs[t][bi].qs));
+                acc[t] = f._mm256_fmadd_ps(a._mm256_set1_ps(scales[t]), p, acc[t]);
+            }
+        }
+        let mins: [f32; 8] = cast(mins);
+        finish(simd, acc, std::array::from_fn(|t| mins[t]))
     }
 
     /// [`dot_rows4`]'s arguments, for the same reason as [`DotRows`].
@@ -798,6 +936,15 @@ mod tests {
                 let mut slow = vec![0f32; n];
                 dot_rows(kind, &w, &xs, &mut fast);
                 dot_rows_scalar(kind, &w, &xs, &mut slow);
+                // The tile kernel with lanes gives the same bits as without.
+                let mut laned = vec![0f32; n];
+                dot_rows_lanes(kind, &w, &xs, &lanes(&xs), &mut laned);
+                prop_assert_eq!(&laned, &fast, "{:?}", kind);
+                // Four rows at once give each row's single-row result.
+                if n == 1 {
+                    let rows = [&w[..], &w[..], &w[..], &w[..]];
+                    prop_assert_eq!(dot_rows4(kind, rows, xs[0]), [fast[0]; 4], "{:?}", kind);
+                }
                 let mut wf = vec![0f32; cols];
                 dequantize_row(kind, &w, &mut wf);
                 for t in 0..n {
