@@ -107,6 +107,17 @@ fn f16_at_fast(table: &[f32], bytes: &[u8], at: usize) -> f32 {
     f32::from_bits(magnitude.to_bits() | (u32::from(bits & 0x8000) << 16))
 }
 
+/// `v.round().clamp(-127.0, 127.0) as i8` (halves away from zero, NaN to 0) without
+/// `round`, which the baseline x86-64 target compiles to a call into libm per value: the
+/// fraction left by truncation is exact, so comparing it with ±0.5 rounds the same way.
+#[inline(always)]
+fn round_to_i8(v: f32) -> i8 {
+    let c = v.clamp(-127.0, 127.0);
+    let t = c as i32;
+    let frac = c - t as f32;
+    (t + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)) as i8
+}
+
 /// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest.
 pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
     for (block, x) in out.iter_mut().zip(x.chunks_exact(BLOCK)) {
@@ -116,7 +127,7 @@ pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
         block.d = d;
         let mut sum = 0i32;
         for (q, v) in block.qs.iter_mut().zip(x) {
-            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+            *q = round_to_i8(v * inv);
             sum += i32::from(*q);
         }
         block.s = d * sum as f32;
@@ -976,6 +987,33 @@ mod tests {
                 f16_at(t, &b, 0).to_bits(),
                 "{bits:#x}"
             );
+        }
+    }
+
+    proptest! {
+        /// The call-free rounding is `round`, clamped, for any value (halves included).
+        #[test]
+        fn rounding_to_bytes_matches_round(v in -200.0f32..200.0, halves in -300i32..300) {
+            for v in [v, halves as f32 + 0.5, halves as f32 - 0.5, halves as f32] {
+                prop_assert_eq!(round_to_i8(v), v.round().clamp(-127.0, 127.0) as i8, "{}", v);
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_edge_cases_match_round() {
+        let below_half = f32::from_bits(0.5f32.to_bits() - 1);
+        for v in [
+            below_half,
+            -below_half,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            127.5,
+            -127.5,
+            -0.0,
+        ] {
+            assert_eq!(round_to_i8(v), v.round().clamp(-127.0, 127.0) as i8, "{v}");
         }
     }
 
