@@ -44,9 +44,10 @@ def llama_round(llm, texts):
     for text in texts:
         ids = llm.tokenize(text.encode(), add_bos=False)
         llm.reset()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         llm.eval(ids)
-        out["pp"].append({"tokens": len(ids), "tokens_per_s": len(ids) / (time.perf_counter() - t)})
+        out["pp"].append({"tokens": len(ids), "tokens_per_s": len(ids) / (time.perf_counter() - t),
+                          "tokens_per_cpu_s": len(ids) / (time.process_time() - c)})
     # Generation: greedy, 128 tokens after the same short prompt.
     llm.reset()
     ids = llm.tokenize(b"Once upon a time, in a land far away, there lived a dragon who", add_bos=False)
@@ -55,9 +56,11 @@ def llama_round(llm, texts):
         n += 1
         if n == 1:
             start = time.perf_counter()  # the first token closes the prompt
+            cpu = time.process_time()
         if n == 129:
             break
     out["tg_tokens_per_s"] = (n - 1) / (time.perf_counter() - start)
+    out["tg_tokens_per_cpu_s"] = (n - 1) / (time.process_time() - cpu)
     return out
 
 
@@ -99,6 +102,19 @@ def main():
     a = med(r["tg_tokens_per_s"] for r in ours)
     b = med(r["tg_tokens_per_s"] for r in theirs)
     print(f"{'generation (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+    # Tokens per CPU second (process time, all threads): far steadier than wall time on a
+    # loaded machine. At 1 thread it compares the work done; above 1, llama.cpp's
+    # threads spin while waiting and that counts as its CPU time.
+    if all(r.get("tg_tokens_per_cpu_s") for r in ours):
+        for i, size in enumerate([200, 800]):
+            a = med(r["pp"][i]["tokens_per_cpu_s"] for r in ours)
+            b = med(r["pp"][i]["tokens_per_cpu_s"] for r in theirs)
+            n = ours[0]["pp"][i]["tokens"]
+            print(f"{'prompt ' + str(n) + ' (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+        a = med(r["tg_tokens_per_cpu_s"] for r in ours)
+        b = med(r["tg_tokens_per_cpu_s"] for r in theirs)
+        print(f"{'generation (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+    print(f"load average at the end: {open('/proc/loadavg').read().split()[0:3]}")
     last = ours[-1]
     print(f"second agent call: {last['second_call_prompt_tokens']} prompt tokens, "
           f"{last['second_call_cached']} from the cache, first token after "

@@ -10,6 +10,25 @@ use std::time::Instant;
 use whittle_local::{ChatRequest, GenerationParams, LocalModel, ToolSpec};
 use whittle_protocol::Message;
 
+/// CPU seconds used so far by the whole process (all threads), from `/proc/self/stat`
+/// (utime + stime in clock ticks, 100 a second on Linux): on a shared machine the CPU
+/// time per token moves far less with the load than the wall time does. `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// `tokens` per CPU second between two [`cpu_seconds`] readings, as JSON (null if unknown).
+fn per_cpu_second(tokens: usize, from: Option<f64>, to: Option<f64>) -> String {
+    match (from, to) {
+        (Some(a), Some(b)) if b > a => format!("{:.1}", tokens as f64 / (b - a)),
+        _ => "null".into(),
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (model_path, prompts) = args.split_first().expect("MODEL.gguf PROMPT_FILE...");
@@ -25,12 +44,14 @@ fn main() {
     for file in prompts {
         let text = std::fs::read_to_string(file).unwrap();
         m.reset_cache();
+        let cpu = cpu_seconds();
         let g = m
             .generate(&text, &one, &mut |_| ControlFlow::Continue(()))
             .unwrap();
+        let cpu_rate = per_cpu_second(g.usage.prompt_tokens, cpu, cpu_seconds());
         let rate = g.timings.prompt_tokens_per_second(&g.usage).unwrap_or(0.0);
         pp.push(format!(
-            "{{\"tokens\": {}, \"tokens_per_s\": {rate:.1}}}",
+            "{{\"tokens\": {}, \"tokens_per_s\": {rate:.1}, \"tokens_per_cpu_s\": {cpu_rate}}}",
             g.usage.prompt_tokens
         ));
     }
@@ -42,13 +63,25 @@ fn main() {
         ..GenerationParams::default()
     };
     m.reset_cache();
+    // CPU time from the first generated token on (the prompt is not generation).
+    let mut cpu_first = None;
     let g = m
         .generate(
             "Once upon a time, in a land far away, there lived a dragon who",
             &gen_params,
-            &mut |_| ControlFlow::Continue(()),
+            &mut |_| {
+                if cpu_first.is_none() {
+                    cpu_first = Some(cpu_seconds());
+                }
+                ControlFlow::Continue(())
+            },
         )
         .unwrap();
+    let tg_cpu = per_cpu_second(
+        g.usage.completion_tokens.saturating_sub(1),
+        cpu_first.flatten(),
+        cpu_seconds(),
+    );
     let tg = g
         .timings
         .generation_tokens_per_second(&g.usage)
@@ -107,7 +140,7 @@ fn main() {
         })
         .unwrap();
     println!(
-        "{{\"load_s\": {load_s:.3}, \"pp\": [{}], \"tg_tokens\": {}, \"tg_tokens_per_s\": {tg:.1}, \
+        "{{\"load_s\": {load_s:.3}, \"pp\": [{}], \"tg_tokens\": {}, \"tg_tokens_per_s\": {tg:.1}, \"tg_tokens_per_cpu_s\": {tg_cpu}, \
          \"session_prompt_tokens\": {}, \"second_call_cached\": {}, \"second_call_prompt_tokens\": {}, \
          \"second_call_first_token_s\": {:.3}}}",
         pp.join(", "),

@@ -92,6 +92,32 @@ fn f16_at(table: &[f32], bytes: &[u8], at: usize) -> f32 {
     table[usize::from(bits)]
 }
 
+/// The f16 at `bytes[at..at + 2]` as f32 by bit arithmetic: exponent and mantissa moved
+/// to f32's places, then rebiased by a multiplication by 2^112, which is exact for every
+/// finite f16 (subnormals included). The kernels use this rather than the table: the
+/// 256 KiB table lives in L2, and a dependent L2 load per block stalled the decoding loop.
+/// Infinities and NaNs (never in a real model) take the table.
+#[inline(always)]
+fn f16_at_fast(table: &[f32], bytes: &[u8], at: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    if bits & 0x7C00 == 0x7C00 {
+        return table[usize::from(bits)];
+    }
+    let magnitude = f32::from_bits(u32::from(bits & 0x7FFF) << 13) * f32::from_bits(0x7780_0000);
+    f32::from_bits(magnitude.to_bits() | (u32::from(bits & 0x8000) << 16))
+}
+
+/// `v.round().clamp(-127.0, 127.0) as i8` (halves away from zero, NaN to 0) without
+/// `round`, which the baseline x86-64 target compiles to a call into libm per value: the
+/// fraction left by truncation is exact, so comparing it with ±0.5 rounds the same way.
+#[inline(always)]
+fn round_to_i8(v: f32) -> i8 {
+    let c = v.clamp(-127.0, 127.0);
+    let t = c as i32;
+    let frac = c - t as f32;
+    (t + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)) as i8
+}
+
 /// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest.
 pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
     for (block, x) in out.iter_mut().zip(x.chunks_exact(BLOCK)) {
@@ -101,7 +127,7 @@ pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
         block.d = d;
         let mut sum = 0i32;
         for (q, v) in block.qs.iter_mut().zip(x) {
-            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+            *q = round_to_i8(v * inv);
             sum += i32::from(*q);
         }
         block.s = d * sum as f32;
@@ -217,10 +243,86 @@ pub(crate) fn avx2() -> Option<V3> {
 pub(crate) fn dot_rows(kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = avx2() {
-        simd.vectorize(|| avx2_kernels::dot_rows(simd, kind, row, xs, out));
+        let op = avx2_kernels::DotRows {
+            simd,
+            kind,
+            row,
+            xs,
+            out,
+        };
+        simd.vectorize(op);
         return;
     }
     dot_rows_scalar(kind, row, xs, out);
+}
+
+/// Block `j` of up to [`TILE`] activation rows side by side (lane `t` from row `t`): their
+/// scales and sums, so a 4-bit kernel scales all of a tile's rows with one vector multiply
+/// per weight block instead of one scalar multiply and broadcast per row.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lanes {
+    pub(crate) d: [f32; TILE],
+    pub(crate) s: [f32; TILE],
+}
+
+/// The [`Lanes`] of a tile of activation rows (each as many blocks as the first).
+pub(crate) fn lanes(xs: &[&[XBlock]]) -> Vec<Lanes> {
+    let blocks = xs.first().map_or(0, |x| x.len());
+    let mut out = vec![Lanes::default(); blocks];
+    for (t, x) in xs.iter().take(TILE).enumerate() {
+        for (l, b) in out.iter_mut().zip(x.iter()) {
+            l.d[t] = b.d;
+            l.s[t] = b.s;
+        }
+    }
+    out
+}
+
+/// [`dot_rows`] given the tile's [`lanes`] too (used by the Q4_0 and Q4_1 kernels, which
+/// prompt processing spends its time in; the same numbers as [`dot_rows`]).
+pub(crate) fn dot_rows_lanes(
+    kind: Kind,
+    row: &[u8],
+    xs: &[&[XBlock]],
+    lanes: &[Lanes],
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2()
+        && matches!(kind, Kind::Q4_0 | Kind::Q4_1)
+    {
+        let op = avx2_kernels::DotRowsLanes {
+            simd,
+            kind,
+            row,
+            xs,
+            lanes,
+            out,
+        };
+        simd.vectorize(op);
+        return;
+    }
+    dot_rows(kind, row, xs, out);
+}
+
+/// `rows[r] · x` for four weight rows of `kind` and one activation row: decoding reads
+/// four rows per call so their accumulator chains overlap and each activation block is
+/// loaded once for all four.
+pub(crate) fn dot_rows4(kind: Kind, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2() {
+        return simd.vectorize(avx2_kernels::DotRows4 {
+            simd,
+            kind,
+            rows,
+            x,
+        });
+    }
+    rows.map(|row| {
+        let mut out = [0f32];
+        dot_rows_scalar(kind, row, &[x], &mut out);
+        out[0]
+    })
 }
 
 /// The portable kernel (and the AVX2 kernel's reference in tests).
@@ -303,7 +405,7 @@ mod avx2_kernels {
     //! Written without closures: a closure inside `vectorize` would be compiled without
     //! AVX2 and every intrinsic in it would become a call.
 
-    use super::{Kind, TILE, XBlock, f16_at, f16_table, k4_scale_min};
+    use super::{Kind, Lanes, TILE, XBlock, f16_at_fast as f16_at, f16_table, k4_scale_min};
     use pulp::bytemuck::cast;
     use pulp::x86::V3;
     use std::arch::x86_64::{__m128i, __m256, __m256i};
@@ -320,6 +422,20 @@ mod avx2_kernels {
         let mut a = [0u8; 16];
         a.copy_from_slice(&b[..16]);
         cast(a)
+    }
+
+    /// Bytes this far ahead of the block being read are requested now: a decode step
+    /// streams every weight once, and the hardware prefetcher alone left the loop
+    /// waiting on loads.
+    const AHEAD: usize = 4096;
+
+    /// Asks for the cache line `AHEAD` bytes past `at` in `bytes` (a hint: no access is
+    /// made, and an address past the end is harmless).
+    #[inline(always)]
+    fn prefetch(simd: V3, bytes: &[u8], at: usize) {
+        let p = bytes.as_ptr().wrapping_add(at + AHEAD).cast::<i8>();
+        simd.sse
+            ._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
     }
 
     /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones.
@@ -375,131 +491,409 @@ mod avx2_kernels {
         s
     }
 
+    /// [`dot_rows`]'s arguments, called through `pulp::NullaryFnOnce` with an
+    /// `#[inline(always)]` body: `vectorize` is the function compiled with AVX2, and a
+    /// closure this large would not be inlined into it, leaving every intrinsic a call.
+    pub(super) struct DotRows<'a, 'x> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) row: &'a [u8],
+        pub(super) xs: &'a [&'x [XBlock]],
+        pub(super) out: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for DotRows<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            dot_rows(self.simd, self.kind, self.row, self.xs, self.out);
+        }
+    }
+
+    /// [`super::dot_rows_lanes`]'s arguments, for the same reason as [`DotRows`].
+    pub(super) struct DotRowsLanes<'a, 'x> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) row: &'a [u8],
+        pub(super) xs: &'a [&'x [XBlock]],
+        pub(super) lanes: &'a [Lanes],
+        pub(super) out: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for DotRowsLanes<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let (simd, row, xs, lanes, out) = (self.simd, self.row, self.xs, self.lanes, self.out);
+            let q41 = self.kind == Kind::Q4_1;
+            match (xs.len().min(TILE).min(out.len()), q41) {
+                (1, false) => q4_lanes_into::<1, false>(simd, row, xs, lanes, out),
+                (2, false) => q4_lanes_into::<2, false>(simd, row, xs, lanes, out),
+                (3, false) => q4_lanes_into::<3, false>(simd, row, xs, lanes, out),
+                (4, false) => q4_lanes_into::<4, false>(simd, row, xs, lanes, out),
+                (5, false) => q4_lanes_into::<5, false>(simd, row, xs, lanes, out),
+                (6, false) => q4_lanes_into::<6, false>(simd, row, xs, lanes, out),
+                (7, false) => q4_lanes_into::<7, false>(simd, row, xs, lanes, out),
+                (_, false) => q4_lanes_into::<8, false>(simd, row, xs, lanes, out),
+                (1, true) => q4_lanes_into::<1, true>(simd, row, xs, lanes, out),
+                (2, true) => q4_lanes_into::<2, true>(simd, row, xs, lanes, out),
+                (3, true) => q4_lanes_into::<3, true>(simd, row, xs, lanes, out),
+                (4, true) => q4_lanes_into::<4, true>(simd, row, xs, lanes, out),
+                (5, true) => q4_lanes_into::<5, true>(simd, row, xs, lanes, out),
+                (6, true) => q4_lanes_into::<6, true>(simd, row, xs, lanes, out),
+                (7, true) => q4_lanes_into::<7, true>(simd, row, xs, lanes, out),
+                (_, true) => q4_lanes_into::<8, true>(simd, row, xs, lanes, out),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn q4_lanes_into<const N: usize, const Q41: bool>(
+        simd: V3,
+        row: &[u8],
+        xs: &[&[XBlock]],
+        lanes: &[Lanes],
+        out: &mut [f32],
+    ) {
+        let (Some(xs), Some(out)) = (xs.first_chunk::<N>(), out.first_chunk_mut::<N>()) else {
+            return;
+        };
+        *out = q4_lanes::<N, Q41>(simd, row, xs, lanes);
+    }
+
+    #[inline(always)]
+    fn load8(v: &[f32; TILE]) -> __m256 {
+        cast(*v)
+    }
+
+    /// [`q4`] with the tile's scales and sums read as vectors: per weight block one
+    /// multiply gives every row's scale and one multiply-add every row's min term (each
+    /// lane the same two roundings as the scalar form, so the same numbers).
+    #[inline(always)]
+    fn q4_lanes<const N: usize, const Q41: bool>(
+        simd: V3,
+        row: &[u8],
+        xs: &[&[XBlock]; N],
+        lanes: &[Lanes],
+    ) -> [f32; N] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = (row.len() / bytes).min(lanes.len());
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let (a, f) = (simd.avx, simd.fma);
+        let mut acc = [a._mm256_setzero_ps(); N];
+        let mut mins = a._mm256_setzero_ps();
+        for (bi, (b, l)) in row.chunks_exact(bytes).zip(lanes).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
+            let scales: [f32; 8] = cast(a._mm256_mul_ps(a._mm256_set1_ps(d), load8(&l.d)));
+            mins = a._mm256_add_ps(mins, a._mm256_mul_ps(a._mm256_set1_ps(m), load8(&l.s)));
+            let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+            for t in 0..N {
+                let p = udot(simd, w, cast(xs[t][bi].qs));
+                acc[t] = f._mm256_fmadd_ps(a._mm256_set1_ps(scales[t]), p, acc[t]);
+            }
+        }
+        let mins: [f32; 8] = cast(mins);
+        finish(simd, acc, std::array::from_fn(|t| mins[t]))
+    }
+
+    /// [`dot_rows4`]'s arguments, for the same reason as [`DotRows`].
+    pub(super) struct DotRows4<'a> {
+        pub(super) simd: V3,
+        pub(super) kind: Kind,
+        pub(super) rows: [&'a [u8]; 4],
+        pub(super) x: &'a [XBlock],
+    }
+
+    impl pulp::NullaryFnOnce for DotRows4<'_> {
+        type Output = [f32; 4];
+
+        #[inline(always)]
+        fn call(self) -> [f32; 4] {
+            dot_rows4(self.simd, self.kind, self.rows, self.x)
+        }
+    }
+
+    /// `out[t] = row · xs[t]`, dispatched to a kernel whose activation-row count is a
+    /// constant, so its accumulators are registers rather than a stack array reloaded
+    /// and stored on every block.
     #[inline(always)]
     pub(super) fn dot_rows(simd: V3, kind: Kind, row: &[u8], xs: &[&[XBlock]], out: &mut [f32]) {
         let n = xs.len().min(TILE).min(out.len());
-        let t = f16_table();
-        let zero = simd.avx._mm256_setzero_ps();
-        let mut acc = [zero; TILE];
-        let mut mins = [0f32; TILE];
-        let (acc, mins) = (&mut acc[..n], &mut mins[..n]);
-        let xs = &xs[..n];
+        match n {
+            1 => tile_into::<1>(simd, kind, row, xs, out),
+            2 => tile_into::<2>(simd, kind, row, xs, out),
+            3 => tile_into::<3>(simd, kind, row, xs, out),
+            4 => tile_into::<4>(simd, kind, row, xs, out),
+            5 => tile_into::<5>(simd, kind, row, xs, out),
+            6 => tile_into::<6>(simd, kind, row, xs, out),
+            7 => tile_into::<7>(simd, kind, row, xs, out),
+            _ => tile_into::<8>(simd, kind, row, xs, out),
+        }
+    }
+
+    #[inline(always)]
+    fn tile_into<const N: usize>(
+        simd: V3,
+        kind: Kind,
+        row: &[u8],
+        xs: &[&[XBlock]],
+        out: &mut [f32],
+    ) {
+        let (Some(xs), Some(out)) = (xs.first_chunk::<N>(), out.first_chunk_mut::<N>()) else {
+            return;
+        };
+        *out = match kind {
+            Kind::Q4_0 => q4::<N, false>(simd, row, xs),
+            Kind::Q4_1 => q4::<N, true>(simd, row, xs),
+            Kind::Q8_0 => q8::<N>(simd, row, xs),
+            Kind::Q4K => q4k::<N>(simd, row, xs),
+            Kind::Q6K => q6k::<N>(simd, row, xs),
+        };
+    }
+
+    /// `rows[r] · x` for four weight rows and one activation row (decoding): four
+    /// independent accumulator chains, and each activation block loaded once for all four.
+    #[inline(always)]
+    pub(super) fn dot_rows4(simd: V3, kind: Kind, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
         match kind {
-            Kind::Q4_0 | Kind::Q4_1 => {
-                let (bytes, qs_at) = if kind == Kind::Q4_1 { (20, 4) } else { (18, 2) };
-                for (bi, b) in row.chunks_exact(bytes).enumerate() {
-                    let d = f16_at(t, b, 0);
-                    let m = if kind == Kind::Q4_1 {
-                        f16_at(t, b, 2)
-                    } else {
-                        -8.0 * d
-                    };
-                    let w = unpack_nibbles(simd, load16(&b[qs_at..]));
-                    for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
-                        let x = &x[bi];
+            Kind::Q4_0 => q4x4::<false>(simd, rows, x),
+            Kind::Q4_1 => q4x4::<true>(simd, rows, x),
+            Kind::Q8_0 => q8x4(simd, rows, x),
+            // Written out: a closure here would be compiled without AVX2.
+            Kind::Q4K => [
+                q4k::<1>(simd, rows[0], &[x])[0],
+                q4k::<1>(simd, rows[1], &[x])[0],
+                q4k::<1>(simd, rows[2], &[x])[0],
+                q4k::<1>(simd, rows[3], &[x])[0],
+            ],
+            Kind::Q6K => [
+                q6k::<1>(simd, rows[0], &[x])[0],
+                q6k::<1>(simd, rows[1], &[x])[0],
+                q6k::<1>(simd, rows[2], &[x])[0],
+                q6k::<1>(simd, rows[3], &[x])[0],
+            ],
+        }
+    }
+
+    /// The accumulators' final sums, as the scalar kernel adds them: lanes in order, then
+    /// the min term.
+    #[inline(always)]
+    fn finish<const N: usize>(simd: V3, acc: [__m256; N], mins: [f32; N]) -> [f32; N] {
+        let mut out = [0f32; N];
+        for t in 0..N {
+            out[t] = hsum(simd, acc[t]) + mins[t];
+        }
+        out
+    }
+
+    /// Q4_0 (`Q41 = false`: 18-byte blocks, min `-8·d`) and Q4_1 (20-byte blocks, min `m`).
+    /// The min terms are summed in a second pass over the (L1-hot) row: kept in the
+    /// main loop, their eight scalars pushed the eight vector accumulators out of the
+    /// registers.
+    #[inline(always)]
+    fn q4<const N: usize, const Q41: bool>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = row.len() / bytes;
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(bytes).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+            for t in 0..N {
+                let x = &xs[t][bi];
+                let p = udot(simd, w, cast(x.qs));
+                acc[t] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[t]);
+            }
+        }
+        let mut mins = [0f32; N];
+        for (bi, b) in row.chunks_exact(bytes).enumerate() {
+            let m = if Q41 {
+                f16_at(t16, b, 2)
+            } else {
+                -8.0 * f16_at(t16, b, 0)
+            };
+            for t in 0..N {
+                mins[t] += m * xs[t][bi].s;
+            }
+        }
+        finish(simd, acc, mins)
+    }
+
+    /// Four Q4_0/Q4_1 rows against one activation row.
+    #[inline(always)]
+    fn q4x4<const Q41: bool>(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+        let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
+        let t16 = f16_table();
+        let nb = (rows[0]
+            .len()
+            .min(rows[1].len())
+            .min(rows[2].len())
+            .min(rows[3].len())
+            / bytes)
+            .min(x.len());
+        let rows = rows.map(|r| &r[..nb * bytes]);
+        let x = &x[..nb];
+        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        let mut mins = [0f32; 4];
+        for (bi, x) in x.iter().enumerate() {
+            let xq: __m256i = cast(x.qs);
+            for r in 0..4 {
+                prefetch(simd, rows[r], bi * bytes);
+                let b = &rows[r][bi * bytes..bi * bytes + bytes];
+                let d = f16_at(t16, b, 0);
+                let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
+                let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+                let p = udot(simd, w, xq);
+                acc[r] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+                mins[r] += m * x.s;
+            }
+        }
+        finish(simd, acc, mins)
+    }
+
+    #[inline(always)]
+    fn q8<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let nb = row.len() / 34;
+        let xs: [&[XBlock]; N] = std::array::from_fn(|t| &xs[t][..nb.min(xs[t].len())]);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(34).enumerate() {
+            let d = f16_at(t16, b, 0);
+            let w = load32(&b[2..]);
+            for t in 0..N {
+                let x = &xs[t][bi];
+                let p = sdot(simd, w, cast(x.qs));
+                acc[t] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[t]);
+            }
+        }
+        finish(simd, acc, [0f32; N])
+    }
+
+    /// Four Q8_0 rows against one activation row (the tied output projection).
+    #[inline(always)]
+    fn q8x4(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
+        let t16 = f16_table();
+        let nb = (rows[0]
+            .len()
+            .min(rows[1].len())
+            .min(rows[2].len())
+            .min(rows[3].len())
+            / 34)
+            .min(x.len());
+        let rows = rows.map(|r| &r[..nb * 34]);
+        let x = &x[..nb];
+        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        for (bi, x) in x.iter().enumerate() {
+            let xq: __m256i = cast(x.qs);
+            for r in 0..4 {
+                prefetch(simd, rows[r], bi * 34);
+                let b = &rows[r][bi * 34..bi * 34 + 34];
+                let d = f16_at(t16, b, 0);
+                let p = sdot(simd, load32(&b[2..]), xq);
+                acc[r] = simd
+                    .fma
+                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+            }
+        }
+        finish(simd, acc, [0f32; 4])
+    }
+
+    #[inline(always)]
+    fn q4k<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let mask = simd.avx._mm256_set1_epi8(0xF);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        let mut mins = [0f32; N];
+        for (bi, b) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = (f16_at(t16, b, 0), f16_at(t16, b, 2));
+            let scales = &b[4..16];
+            for pair in 0..4 {
+                let q = load32(&b[16 + 32 * pair..]);
+                let halves = [
+                    simd.avx2._mm256_and_si256(q, mask),
+                    simd.avx2
+                        ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(q), mask),
+                ];
+                for (h, w) in halves.into_iter().enumerate() {
+                    let sub = 2 * pair + h;
+                    let (sc, mn) = k4_scale_min(scales, sub);
+                    let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
+                    for t in 0..N {
+                        let x = &xs[t][bi * 8 + sub];
                         let p = udot(simd, w, cast(x.qs));
-                        *acc = simd
-                            .fma
-                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
-                        *min += m * x.s;
+                        acc[t] =
+                            simd.fma
+                                ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(dd * x.d), p, acc[t]);
+                        mins[t] -= mm * x.s;
                     }
                 }
             }
-            Kind::Q8_0 => {
-                for (bi, b) in row.chunks_exact(34).enumerate() {
-                    let d = f16_at(t, b, 0);
-                    let w = load32(&b[2..]);
-                    for (acc, x) in acc.iter_mut().zip(xs) {
-                        let x = &x[bi];
+        }
+        finish(simd, acc, mins)
+    }
+
+    #[inline(always)]
+    fn q6k<const N: usize>(simd: V3, row: &[u8], xs: &[&[XBlock]; N]) -> [f32; N] {
+        let t16 = f16_table();
+        let m4 = simd.avx._mm256_set1_epi8(0xF);
+        let m3 = simd.avx._mm256_set1_epi8(3);
+        let m32 = simd.avx._mm256_set1_epi8(32);
+        let mut acc = [simd.avx._mm256_setzero_ps(); N];
+        for (bi, b) in row.chunks_exact(210).enumerate() {
+            let d = f16_at(t16, b, 208);
+            for h in 0..2 {
+                let ql0 = load32(&b[64 * h..]);
+                let ql1 = load32(&b[64 * h + 32..]);
+                let qh = load32(&b[128 + 32 * h..]);
+                let groups = [
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2._mm256_and_si256(ql0, m4),
+                        q6_high(simd, qh, m3, 0),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2._mm256_and_si256(ql1, m4),
+                        q6_high(simd, qh, m3, 2),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2
+                            ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql0), m4),
+                        q6_high(simd, qh, m3, 4),
+                    ),
+                    simd.avx2._mm256_or_si256(
+                        simd.avx2
+                            ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql1), m4),
+                        q6_high(simd, qh, m3, 6),
+                    ),
+                ];
+                let sc = &b[192 + 8 * h..200 + 8 * h];
+                for (g, q) in groups.into_iter().enumerate() {
+                    let w = simd.avx2._mm256_sub_epi8(q, m32);
+                    let (s0, s1) = (
+                        d * f32::from(sc[2 * g] as i8),
+                        d * f32::from(sc[2 * g + 1] as i8),
+                    );
+                    for t in 0..N {
+                        let x = &xs[t][bi * 8 + h * 4 + g];
                         let p = sdot(simd, w, cast(x.qs));
-                        *acc = simd
-                            .fma
-                            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, *acc);
-                    }
-                }
-            }
-            Kind::Q4K => {
-                let mask = simd.avx._mm256_set1_epi8(0xF);
-                for (bi, b) in row.chunks_exact(144).enumerate() {
-                    let (d, dmin) = (f16_at(t, b, 0), f16_at(t, b, 2));
-                    let scales = &b[4..16];
-                    for pair in 0..4 {
-                        let q = load32(&b[16 + 32 * pair..]);
-                        let halves = [
-                            simd.avx2._mm256_and_si256(q, mask),
-                            simd.avx2
-                                ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(q), mask),
-                        ];
-                        for (h, w) in halves.into_iter().enumerate() {
-                            let sub = 2 * pair + h;
-                            let (sc, mn) = k4_scale_min(scales, sub);
-                            let (dd, mm) = (d * f32::from(sc), dmin * f32::from(mn));
-                            for ((acc, min), x) in acc.iter_mut().zip(mins.iter_mut()).zip(xs) {
-                                let x = &x[bi * 8 + sub];
-                                let p = udot(simd, w, cast(x.qs));
-                                *acc = simd.fma._mm256_fmadd_ps(
-                                    simd.avx._mm256_set1_ps(dd * x.d),
-                                    p,
-                                    *acc,
-                                );
-                                *min -= mm * x.s;
-                            }
-                        }
-                    }
-                }
-            }
-            Kind::Q6K => {
-                let m4 = simd.avx._mm256_set1_epi8(0xF);
-                let m3 = simd.avx._mm256_set1_epi8(3);
-                let m32 = simd.avx._mm256_set1_epi8(32);
-                for (bi, b) in row.chunks_exact(210).enumerate() {
-                    let d = f16_at(t, b, 208);
-                    for h in 0..2 {
-                        let ql0 = load32(&b[64 * h..]);
-                        let ql1 = load32(&b[64 * h + 32..]);
-                        let qh = load32(&b[128 + 32 * h..]);
-                        let groups = [
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2._mm256_and_si256(ql0, m4),
-                                q6_high(simd, qh, m3, 0),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2._mm256_and_si256(ql1, m4),
-                                q6_high(simd, qh, m3, 2),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2
-                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql0), m4),
-                                q6_high(simd, qh, m3, 4),
-                            ),
-                            simd.avx2._mm256_or_si256(
-                                simd.avx2
-                                    ._mm256_and_si256(simd.avx2._mm256_srli_epi16::<4>(ql1), m4),
-                                q6_high(simd, qh, m3, 6),
-                            ),
-                        ];
-                        let sc = &b[192 + 8 * h..200 + 8 * h];
-                        for (g, q) in groups.into_iter().enumerate() {
-                            let w = simd.avx2._mm256_sub_epi8(q, m32);
-                            let (s0, s1) = (
-                                d * f32::from(sc[2 * g] as i8),
-                                d * f32::from(sc[2 * g + 1] as i8),
-                            );
-                            for (acc, x) in acc.iter_mut().zip(xs) {
-                                let x = &x[bi * 8 + h * 4 + g];
-                                let p = sdot(simd, w, cast(x.qs));
-                                let (a, c) = (s0 * x.d, s1 * x.d);
-                                let scale = simd.avx._mm256_setr_ps(a, a, a, a, c, c, c, c);
-                                *acc = simd.fma._mm256_fmadd_ps(scale, p, *acc);
-                            }
-                        }
+                        let (a, c) = (s0 * x.d, s1 * x.d);
+                        let scale = simd.avx._mm256_setr_ps(a, a, a, a, c, c, c, c);
+                        acc[t] = simd.fma._mm256_fmadd_ps(scale, p, acc[t]);
                     }
                 }
             }
         }
-        for ((o, acc), min) in out.iter_mut().zip(acc.iter()).zip(mins.iter()) {
-            *o = hsum(simd, *acc) + min;
-        }
+        finish(simd, acc, [0f32; N])
     }
 }
 
@@ -553,6 +947,15 @@ mod tests {
                 let mut slow = vec![0f32; n];
                 dot_rows(kind, &w, &xs, &mut fast);
                 dot_rows_scalar(kind, &w, &xs, &mut slow);
+                // The tile kernel with lanes gives the same bits as without.
+                let mut laned = vec![0f32; n];
+                dot_rows_lanes(kind, &w, &xs, &lanes(&xs), &mut laned);
+                prop_assert_eq!(&laned, &fast, "{:?}", kind);
+                // Four rows at once give each row's single-row result.
+                if n == 1 {
+                    let rows = [&w[..], &w[..], &w[..], &w[..]];
+                    prop_assert_eq!(dot_rows4(kind, rows, xs[0]), [fast[0]; 4], "{:?}", kind);
+                }
                 let mut wf = vec![0f32; cols];
                 dequantize_row(kind, &w, &mut wf);
                 for t in 0..n {
@@ -569,6 +972,48 @@ mod tests {
                     prop_assert!((slow[t] - exact).abs() <= tol, "{kind:?}: {} vs {exact}", slow[t]);
                 }
             }
+        }
+    }
+
+    /// The table-free conversion gives the table's value for every f16 bit pattern
+    /// (NaNs compared by their bits).
+    #[test]
+    fn f16_arithmetic_matches_the_table() {
+        let t = f16_table();
+        for bits in 0..=u16::MAX {
+            let b = bits.to_le_bytes();
+            assert_eq!(
+                f16_at_fast(t, &b, 0).to_bits(),
+                f16_at(t, &b, 0).to_bits(),
+                "{bits:#x}"
+            );
+        }
+    }
+
+    proptest! {
+        /// The call-free rounding is `round`, clamped, for any value (halves included).
+        #[test]
+        fn rounding_to_bytes_matches_round(v in -200.0f32..200.0, halves in -300i32..300) {
+            for v in [v, halves as f32 + 0.5, halves as f32 - 0.5, halves as f32] {
+                prop_assert_eq!(round_to_i8(v), v.round().clamp(-127.0, 127.0) as i8, "{}", v);
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_edge_cases_match_round() {
+        let below_half = f32::from_bits(0.5f32.to_bits() - 1);
+        for v in [
+            below_half,
+            -below_half,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            127.5,
+            -127.5,
+            -0.0,
+        ] {
+            assert_eq!(round_to_i8(v), v.round().clamp(-127.0, 127.0) as i8, "{v}");
         }
     }
 
