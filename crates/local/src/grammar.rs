@@ -18,6 +18,9 @@ use crate::tools::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN, ToolSpec};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// A string's `escape` state after `\uD`: three hex digits owed, the next one 0-7.
+const AFTER_HEX_D: u8 = 6;
+
 /// Longest string value (characters).
 const MAX_STRING: usize = 1000;
 /// Most digits of a number.
@@ -219,7 +222,7 @@ enum Goal {
         key: String,
     },
     /// A JSON string: `len` characters so far, `escape` hex digits still owed (or 5 just
-    /// after a backslash), `lt` just after a `<` (`</` could close the span early for
+    /// after a backslash, [`AFTER_HEX_D`] after `\uD`), `lt` just after a `<` (`</` could close the span early for
     /// the parser, so it is not allowed).
     Str {
         open: bool,
@@ -507,13 +510,26 @@ fn step(g: &Grammar, goal: &mut Goal, c: char) -> Step {
                     _ => Step::Reject,
                 };
             }
-            if *escape > 0 {
-                return if c.is_ascii_hexdigit() {
-                    *escape -= 1;
+            if *escape == AFTER_HEX_D {
+                // \uD800-\uDFFF are UTF-16 surrogates: JSON parsers reject an
+                // unpaired one, and a pair is not worth a state of its own.
+                return if matches!(c, '0'..='7') {
+                    *escape = 2;
                     Step::Take
                 } else {
                     Step::Reject
                 };
+            }
+            if *escape > 0 {
+                if !c.is_ascii_hexdigit() {
+                    return Step::Reject;
+                }
+                *escape = if *escape == 4 && matches!(c, 'd' | 'D') {
+                    AFTER_HEX_D
+                } else {
+                    *escape - 1
+                };
+                return Step::Take;
             }
             match c {
                 '"' => Step::Done(Vec::new()),
@@ -663,6 +679,7 @@ mod tests {
             "<tool_call>{\"name\":\"read\",\"arguments\":{\"mode\":\"full\"}}</tool_call>",
             "<tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\", \"n\": 2}}</tool_call>",
             "<tool_call>\n{\"name\": \"grep\", \"arguments\": {\"paths\": [\"a\", \"b\\\"c\"], \"pattern\": \"x\\u00e9\", \"context\": -1.5, \"extra\": null}}\n</tool_call>",
+            "<tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"\\uD7FF\\uE000\"}}</tool_call>",
         ];
         for text in ok {
             let mut s = g.start();
@@ -680,6 +697,8 @@ mod tests {
             "<tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"a\", \"context\": 01",
             "<tool_call>  \n {",
             "<tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"a</",
+            "<tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"\\uDA59",
+            "<tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"\\ud800",
             "Sure! <tool_call>",
         ];
         for text in bad {
