@@ -14,6 +14,12 @@ use whittle_protocol::tool_names;
 use whittle_protocol::{Block, ToolUse};
 use whittle_tools::{Decision, ToolContext, ToolOutput};
 
+/// How long a cancelled tool may take to stop on its own before it is
+/// dropped: longer than an MCP server's cancellation notice may take to go
+/// out on a loaded machine (3 s), short enough that a tool ignoring its
+/// token does not hold up the turn for long (a second Ctrl-C quits anyway).
+const TOOL_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The result the `compact` tool gives; the harness summarizes after the batch.
 pub const COMPACT_ACK: &str = "[Compaction requested. This completed turn will be summarized.]";
 
@@ -152,9 +158,20 @@ impl Agent {
         }
         // Outputs the tool saves are named after the call.
         let call_ctx = tool_ctx.clone().with_call_id(&call.id);
+        let run = tool.run(call.input.clone(), &call_ctx);
+        tokio::pin!(run);
         tokio::select! {
-            out = tool.run(call.input.clone(), &call_ctx) => out,
-            _ = cancel.cancelled() => ToolOutput::error("[cancelled by the user]"),
+            out = &mut run => out,
+            _ = cancel.cancelled() => {
+                // The tool sees the same token and stops on its own: let it,
+                // for a while. Dropped mid-step, it cannot finish what
+                // stopping takes (an MCP call dropped while its request is
+                // going out never tells the server to stop).
+                match tokio::time::timeout(TOOL_STOP_GRACE, &mut run).await {
+                    Ok(out) => out,
+                    Err(_) => ToolOutput::error("[cancelled by the user]"),
+                }
+            }
         }
     }
 }
