@@ -89,7 +89,7 @@ impl Ctx<'_> {
             Unit::Chars => self.limits.ledger_chars(),
             Unit::Tokens => (self.limits.ledger_tokens as f64 * chars_per_unit) as usize,
         };
-        configured.min((self.room_chars(history) / 4).max(FLOOR_CHARS))
+        configured.min((self.room_chars(chars_per_unit) / 4).max(FLOOR_CHARS))
     }
 
     /// The longest summary a compaction asks for, in characters: about
@@ -112,15 +112,16 @@ impl Ctx<'_> {
     /// At 200k and 1M nothing changes: the room is there.
     pub(crate) fn summary_chars(&self, history: &History) -> usize {
         const FLOOR_CHARS: usize = 1_000;
-        SUMMARY_CHARS.min((self.room_chars(history) / 4).max(FLOOR_CHARS))
+        let room = self.room_chars(self.chars_per_unit(history));
+        SUMMARY_CHARS.min((room / 4).max(FLOOR_CHARS))
     }
 
     /// The room the target leaves beside the system prompt and tools, in
-    /// characters at the ratio the meter sees in `history`.
-    fn room_chars(&self, history: &History) -> usize {
+    /// characters at `chars_per_unit` ([`Ctx::chars_per_unit`]).
+    fn room_chars(&self, chars_per_unit: f64) -> usize {
         let overhead = self.meter.measure(&History::default());
         let room = self.limits.target.saturating_sub(overhead);
-        (room as f64 * self.chars_per_unit(history)) as usize
+        (room as f64 * chars_per_unit) as usize
     }
 
     /// Characters per unit of the meter: 1 for characters; for tokens, the
