@@ -11,7 +11,11 @@
 //! conversation's calibrated overhead, tokens use its calibrated ratio, the
 //! cache expires over the recorded idle gaps, and `none` makes the requests
 //! as the recording agent made them: restarted at its own compactions, and
-//! exactly as logged when the log has them.
+//! exactly as logged when the log has them. A compaction the person asked
+//! for (Claude Code's `/compact`, recorded as a `manual` boundary) is the
+//! person's command, not the recording agent's policy: every policy with a
+//! pipeline compacts there too, as whittle's `/compact` does, while the
+//! automatic ones stay the recording agent's own.
 
 use crate::calibration::{Calibration, Measured};
 use crate::import::Conversation;
@@ -94,6 +98,7 @@ pub fn replay_conversation(
         overhead_chars: 0,
         calls: HashMap::new(),
         restarts: &[],
+        requested: &[],
         exact: false,
         billed: false,
         injected: &[],
@@ -130,6 +135,12 @@ pub fn replay_recorded(
         .iter()
         .map(|b| b.index)
         .collect();
+    let requested: Vec<usize> = conversation
+        .compaction_boundaries
+        .iter()
+        .filter(|b| b.requested())
+        .map(|b| b.index)
+        .collect();
     let recording = Recording {
         overhead_chars: calibration.overhead_chars,
         calls: conversation.calls.iter().map(|c| (c.message, c)).collect(),
@@ -137,6 +148,11 @@ pub fn replay_recorded(
             &restarts
         } else {
             &[]
+        },
+        requested: if policy == Policy::None {
+            &[]
+        } else {
+            &requested
         },
         // All or nothing: rebuilt and estimated requests share no prefix.
         exact: calibration.measured == Measured::Exact,
@@ -177,6 +193,9 @@ struct Recording<'a> {
     calls: HashMap<usize, &'a RecordedCall>,
     /// Where the history restarts (the recording agent's own compactions).
     restarts: &'a [usize],
+    /// Where the person asked for a compaction: the policy compacts before
+    /// the message at each.
+    requested: &'a [usize],
     /// Whether `none` sends the requests rebuilt from the log.
     exact: bool,
     /// Whether the recorded usage is the bill of these requests (then the
@@ -315,6 +334,9 @@ impl<'r, 's> Replayer<'r, 's> {
             self.counting.cache.forget_hashes();
             self.restarted_at = i;
         }
+        if self.run.recording.requested.contains(&i) {
+            self.compact_on_request();
+        }
         if m.role() == Role::User {
             // The request a marker quotes is the person's, as in the agent:
             // not a turn the recording harness wrote (its own summary, a
@@ -417,6 +439,24 @@ impl<'r, 's> Replayer<'r, 's> {
             (None, _) => {}
         }
         applied
+    }
+
+    /// The person's `/compact`: the policy summarizes now, whatever the size,
+    /// as the agent's `/compact` does (`Compactor::compact`).
+    fn compact_on_request(&mut self) {
+        let Some(c) = &mut self.compactor else {
+            return;
+        };
+        if let Some(p) = &mut self.probe {
+            p.before_pipeline(&self.history);
+        }
+        let report = c.compact(&mut self.history, &self.request, &mut self.counting, None);
+        let applied = if report.applied() {
+            vec![report]
+        } else {
+            Vec::new()
+        };
+        self.count_steps(applied);
     }
 
     /// What survived the steps, and the steps themselves, in the report.

@@ -291,6 +291,72 @@ fn claude_code_boundaries_interruptions_and_a_cut_final_line() {
     );
 }
 
+/// A `/compact` the person typed is their command, not Claude Code's
+/// policy: replayed under a policy with a pipeline, the policy compacts
+/// there too (as whittle's `/compact` does), and only there; a compaction
+/// Claude Code decided on its own is left to each policy's own rules.
+#[test]
+fn a_compaction_the_person_asked_for_is_made_by_every_policy_with_a_pipeline() {
+    let exchange = |n: usize| {
+        let id = format!("t{n}");
+        [
+            user(
+                &format!("u{n}"),
+                json!(format!("step {n}: look at src/mod_{n}.rs")),
+            ),
+            assistant(&format!("a{n}"), &format!("msg_{n}a"), json!([call(&id)])),
+            user(
+                &format!("r{n}"),
+                json!([result(&id, json!(format!("src/mod_{n}.rs\n").repeat(300)))]),
+            ),
+            assistant(
+                &format!("b{n}"),
+                &format!("msg_{n}b"),
+                json!([{"type": "text", "text": format!("done {n}")}]),
+            ),
+        ]
+    };
+    for trigger in ["manual", "auto"] {
+        let dir = TempDir::new().unwrap();
+        let mut events: Vec<Value> = (0..4).flat_map(exchange).collect();
+        events.push(
+            json!({"type": "system", "subtype": "compact_boundary", "uuid": "boundary",
+                           "compactMetadata": {"trigger": trigger, "preTokens": 2000}}),
+        );
+        let mut summary = user("s1", json!("This session is being continued..."));
+        summary["isCompactSummary"] = json!(true);
+        events.push(summary);
+        events.extend((4..7).flat_map(exchange));
+        let path = write(&dir, "compacted.jsonl", jsonl(&events));
+        let replayed = replay_paths(
+            &[path],
+            &[Policy::None, Policy::Default, Policy::Teaching],
+            // Nothing here comes near the window: only the person's command compacts.
+            &ReplayConfig::for_window(1_000_000),
+            &mut || Box::new(StandInSummarizer::default()),
+            "stand-in",
+        );
+        let [c] = replayed.conversations.as_slice() else {
+            panic!("one conversation: {:?}", replayed.errors);
+        };
+        for report in &c.reports {
+            let compactions: Vec<(u64, &str)> = report
+                .applied_steps
+                .iter()
+                .map(|s| (s.call, s.step.as_str()))
+                .collect();
+            // Two calls an exchange: four exchanges came before the boundary.
+            let expected: &[(u64, &str)] = match (trigger, report.policy.as_str()) {
+                ("manual", "default" | "teaching") => &[(8, "compact_history")],
+                _ => &[],
+            };
+            assert_eq!(compactions, expected, "{trigger}, {}", report.policy);
+            assert_eq!(report.summarize_calls, expected.len() as u64);
+            assert_eq!(report.unrecoverable_chars, 0, "{}", report.policy);
+        }
+    }
+}
+
 #[test]
 fn sidechains_inside_a_session_file_are_their_own_conversations() {
     let dir = TempDir::new().unwrap();

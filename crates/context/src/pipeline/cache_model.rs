@@ -62,11 +62,18 @@
 //! before. Measured on the shared traces at 32k: `default` went from
 //! 0.99× to 0.91× of `none`.
 //!
-//! A stricter `N` was tried at 200k (a third or a quarter of the calls so
-//! far, caps of 16 or 8, and a margin of a quarter to twice `w·S` on the
-//! rewrite): each left fewer conversations over `none` but cost more in
-//! total (1.02–1.07× against 1.008×), and the caps of 8 and 16 lose the
-//! long sessions' gain: half the calls so far, capped at 32, stays.
+//! `N` is a guess, and no guess is right for every session: a rewrite that
+//! pays over the expected calls loses on a session that ends soon after
+//! it. On the shared traces at 200k (a recorded `/compact` replayed as the
+//! person's command), limiting `N` for micro_compact alone gave, against
+//! `none` (total, and conversations that cost more than `none`): half the
+//! calls so far (this rule) 0.959×, 5 (short SWE-bench runs, 1.02–1.09×, a
+//! few cents each); a third 0.978×, 3; a quarter 0.987×, 2; a sixth
+//! 1.006×, 1; caps of 16, 8, 4, 2: 0.970×, 1.008×, 1.011×, 1.023×, with
+//! the long Claude Code sessions over `none` from a cap of 8 (258c7280 at
+//! 1M: 1.42× with a cap of 2). Rewrites that pay are most of what a long
+//! session saves at a large window; half the calls so far, capped at 32,
+//! stays.
 //!
 //! Parts past the cached prefix (the messages appended since the previous
 //! request) are written in either case and do not enter the comparison.

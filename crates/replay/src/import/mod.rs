@@ -90,6 +90,14 @@ pub struct Boundary {
     pub pre_tokens: Option<u64>,
 }
 
+impl Boundary {
+    /// Whether the person asked for this compaction (Claude Code's
+    /// `/compact`), rather than the recording agent deciding on its own.
+    pub fn requested(&self) -> bool {
+        self.trigger.as_deref() == Some("manual")
+    }
+}
+
 /// The recording formats this module knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
