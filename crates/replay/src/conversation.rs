@@ -234,6 +234,8 @@ struct Replayer<'r, 's> {
     restarted_at: usize,
     /// The person's newest request, which a marker quotes.
     request: String,
+    /// A compaction the person asked for, not made yet.
+    compaction_requested: bool,
     /// The pipeline's time before each call, in µs.
     times: Vec<u64>,
     last_call: Option<CallTime>,
@@ -321,6 +323,7 @@ impl<'r, 's> Replayer<'r, 's> {
             report,
             restarted_at: 0,
             request: String::new(),
+            compaction_requested: false,
             times: Vec::new(),
             last_call: None,
         }
@@ -334,7 +337,11 @@ impl<'r, 's> Replayer<'r, 's> {
             self.counting.cache.forget_hashes();
             self.restarted_at = i;
         }
-        if self.run.recording.requested.contains(&i) {
+        // A boundary between a tool call and its result (a log cut or
+        // edited there) waits for the result: the marker replaces whole turns.
+        self.compaction_requested |= self.run.recording.requested.contains(&i);
+        if self.compaction_requested && !m.has_tool_result() {
+            self.compaction_requested = false;
             self.compact_on_request();
         }
         if m.role() == Role::User {

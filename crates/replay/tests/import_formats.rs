@@ -316,13 +316,18 @@ fn a_compaction_the_person_asked_for_is_made_by_every_policy_with_a_pipeline() {
             ),
         ]
     };
-    for trigger in ["manual", "auto"] {
+    // The third: a hostile log whose boundary falls between a tool call and
+    // its result; the compaction waits for the result.
+    for (trigger, between) in [("manual", false), ("auto", false), ("manual", true)] {
         let dir = TempDir::new().unwrap();
         let mut events: Vec<Value> = (0..4).flat_map(exchange).collect();
-        events.push(
-            json!({"type": "system", "subtype": "compact_boundary", "uuid": "boundary",
-                           "compactMetadata": {"trigger": trigger, "preTokens": 2000}}),
-        );
+        let boundary = json!({"type": "system", "subtype": "compact_boundary", "uuid": "boundary",
+                              "compactMetadata": {"trigger": trigger, "preTokens": 2000}});
+        if between {
+            events.insert(14, boundary);
+        } else {
+            events.push(boundary);
+        }
         let mut summary = user("s1", json!("This session is being continued..."));
         summary["isCompactSummary"] = json!(true);
         events.push(summary);
@@ -345,14 +350,25 @@ fn a_compaction_the_person_asked_for_is_made_by_every_policy_with_a_pipeline() {
                 .iter()
                 .map(|s| (s.call, s.step.as_str()))
                 .collect();
-            // Two calls an exchange: four exchanges came before the boundary.
+            // Two calls an exchange: four exchanges came before the boundary
+            // (or three and a half when it cut the fourth's call from its result).
             let expected: &[(u64, &str)] = match (trigger, report.policy.as_str()) {
+                ("manual", "default" | "teaching") if between => &[(7, "compact_history")],
                 ("manual", "default" | "teaching") => &[(8, "compact_history")],
                 _ => &[],
             };
-            assert_eq!(compactions, expected, "{trigger}, {}", report.policy);
+            assert_eq!(
+                compactions, expected,
+                "{trigger} {between}, {}",
+                report.policy
+            );
             assert_eq!(report.summarize_calls, expected.len() as u64);
             assert_eq!(report.unrecoverable_chars, 0, "{}", report.policy);
+            // `none` restarts where the log says, cut call or not: the
+            // recording's own requests are what it replays.
+            if !(between && report.policy == "none") {
+                assert_eq!(report.invalid_requests, 0, "{}", report.policy);
+            }
         }
     }
 }
