@@ -244,7 +244,9 @@ fn history(sizes: &[(usize, usize)]) -> History {
         let id = format!("t{i}");
         h.push(read_call(&id, "f.txt"));
         h.push(result(&id, file_text(i, *output)));
-        h.push(Message::assistant(file_text(i + 100, *text)));
+        // Never empty: the API rejects an empty turn, and a compaction that
+        // keeps turns verbatim would keep the invalid input too.
+        h.push(Message::assistant(file_text(i + 100, (*text).max(1))));
         h.push(Message::user(format!("more {i}")));
     }
     h
