@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """whittle-local beside llama.cpp (llama-cpp-python 0.3.x) on the same GGUF file, same
-thread count, in one run: prompt processing at ~200 and ~800 tokens, generation, and the
-time to first token of a second agent call. Rounds alternate between the two engines and
+thread count, in one run: prompt processing at ~200 and ~800 tokens, generation after a
+short prompt and after a ~2,000-token one (the agent's calls generate after thousands of
+tokens of system prompt, where attention dominates), and the time to first token of a
+second agent call. Rounds alternate between the two engines and
 the median of each is reported with the ratio whittle / llama.cpp (the machine is shared,
 so only ratios measured side by side mean anything).
 
@@ -39,7 +41,11 @@ def prompts(llm, sizes, directory):
     return files, texts
 
 
-def llama_round(llm, texts):
+LONG = 2000  # prompt tokens before the long-context generation
+LONG_GEN = 64  # tokens generated after it
+
+
+def llama_round(llm, texts, long_text):
     out = {"pp": []}
     for text in texts:
         ids = llm.tokenize(text.encode(), add_bos=False)
@@ -61,6 +67,20 @@ def llama_round(llm, texts):
             break
     out["tg_tokens_per_s"] = (n - 1) / (time.perf_counter() - start)
     out["tg_tokens_per_cpu_s"] = (n - 1) / (time.process_time() - cpu)
+    # Generation after the long prompt, timed as whittle's speed example does: from the
+    # first generated token (which closes the prompt) to the last.
+    llm.reset()
+    ids = llm.tokenize(long_text.encode(), add_bos=False)
+    n = 0
+    for _tok in llm.generate(ids, temp=0.0, top_k=1, repeat_penalty=1.0, reset=True):
+        n += 1
+        if n == 1:
+            start, cpu = time.perf_counter(), time.process_time()
+        if n == LONG_GEN:
+            break
+    out["long_tg_tokens_per_s"] = (n - 1) / (time.perf_counter() - start)
+    out["long_tg_tokens_per_cpu_s"] = (n - 1) / (time.process_time() - cpu)
+    out["long_prompt_tokens"] = len(ids)
     return out
 
 
@@ -84,10 +104,11 @@ def main():
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
     with tempfile.TemporaryDirectory() as d:
         files, texts = prompts(llm, [200, 800], d)
+        (long_file,), (long_text,) = prompts(llm, [LONG], d)
         ours, theirs = [], []
         for _ in range(args.rounds):
-            theirs.append(llama_round(llm, texts))
-            run = subprocess.run([str(speed), model, *files], env=env, check=True,
+            theirs.append(llama_round(llm, texts, long_text))
+            run = subprocess.run([str(speed), model, "--long", long_file, *files], env=env, check=True,
                                  capture_output=True, text=True)
             ours.append(json.loads(run.stdout))
     med = statistics.median
@@ -102,6 +123,10 @@ def main():
     a = med(r["tg_tokens_per_s"] for r in ours)
     b = med(r["tg_tokens_per_s"] for r in theirs)
     print(f"{'generation (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+    a = med(r["long_tg_tokens_per_s"] for r in ours)
+    b = med(r["long_tg_tokens_per_s"] for r in theirs)
+    n = ours[0]["long_prompt_tokens"]
+    print(f"{'gen after ' + str(n) + ' (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
     # Tokens per CPU second (process time, all threads): far steadier than wall time on a
     # loaded machine. At 1 thread it compares the work done; above 1, llama.cpp's
     # threads spin while waiting and that counts as its CPU time.
@@ -114,12 +139,17 @@ def main():
         a = med(r["tg_tokens_per_cpu_s"] for r in ours)
         b = med(r["tg_tokens_per_cpu_s"] for r in theirs)
         print(f"{'generation (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+        a = med(r["long_tg_tokens_per_cpu_s"] for r in ours)
+        b = med(r["long_tg_tokens_per_cpu_s"] for r in theirs)
+        n = ours[0]["long_prompt_tokens"]
+        print(f"{'gen after ' + str(n) + ' (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
     print(f"load average at the end: {open('/proc/loadavg').read().split()[0:3]}")
     last = ours[-1]
     print(f"second agent call: {last['second_call_prompt_tokens']} prompt tokens, "
           f"{last['second_call_cached']} from the cache, first token after "
           f"{med(r['second_call_first_token_s'] for r in ours):.3f} s "
           f"(first call's prompt: {last['session_prompt_tokens']} tokens); "
+          f"{last['long_tg_tokens']} tokens generated after the long prompt; "
           f"load {med(r['load_s'] for r in ours):.2f} s")
 
 

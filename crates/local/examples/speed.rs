@@ -1,7 +1,9 @@
 //! Speed of the embedded model on one machine, as JSON on stdout, for
 //! `bench/local_vs_llamacpp.py` (which runs llama.cpp on the same file beside it):
-//! `cargo run --release -p whittle-local --example speed -- MODEL.gguf PROMPT_FILE...`.
-//! Each prompt file is raw text (no template); the last is also used for generation.
+//! `cargo run --release -p whittle-local --example speed -- MODEL.gguf [--long FILE] PROMPT_FILE...`.
+//! Each prompt file is raw text (no template), timed as prompt processing. With `--long`,
+//! 64 greedy tokens are also timed after that file's text: the agent's real calls
+//! generate after thousands of tokens of system prompt, where attention dominates.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -30,8 +32,15 @@ fn per_cpu_second(tokens: usize, from: Option<f64>, to: Option<f64>) -> String {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (model_path, prompts) = args.split_first().expect("MODEL.gguf PROMPT_FILE...");
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let long = args.iter().position(|a| a == "--long").map(|i| {
+        let file = args.remove(i + 1);
+        args.remove(i);
+        std::fs::read_to_string(file).unwrap()
+    });
+    let (model_path, prompts) = args
+        .split_first()
+        .expect("MODEL.gguf [--long FILE] PROMPT_FILE...");
     let loading = Instant::now();
     let mut m = LocalModel::load(model_path).unwrap_or_else(|e| panic!("{e}"));
     let load_s = loading.elapsed().as_secs_f64();
@@ -86,6 +95,7 @@ fn main() {
         .timings
         .generation_tokens_per_second(&g.usage)
         .unwrap_or(0.0);
+    let long = long.map(|text| generation_after(&mut m, &text));
     // An agent session: a long system prompt with ten tool schemas, then a second call
     // that adds one short message. Time to the first generated text of the second call.
     let tools: Vec<ToolSpec> = (0..10)
@@ -139,10 +149,16 @@ fn main() {
             ControlFlow::Continue(())
         })
         .unwrap();
+    let long = long.map_or_else(String::new, |(prompt, tokens, rate, cpu_rate)| {
+        format!(
+            ", \"long_prompt_tokens\": {prompt}, \"long_tg_tokens\": {tokens}, \
+             \"long_tg_tokens_per_s\": {rate:.1}, \"long_tg_tokens_per_cpu_s\": {cpu_rate}"
+        )
+    });
     println!(
         "{{\"load_s\": {load_s:.3}, \"pp\": [{}], \"tg_tokens\": {}, \"tg_tokens_per_s\": {tg:.1}, \"tg_tokens_per_cpu_s\": {tg_cpu}, \
          \"session_prompt_tokens\": {}, \"second_call_cached\": {}, \"second_call_prompt_tokens\": {}, \
-         \"second_call_first_token_s\": {:.3}}}",
+         \"second_call_first_token_s\": {:.3}{long}}}",
         pp.join(", "),
         g.usage.completion_tokens,
         first.usage.prompt_tokens,
@@ -150,4 +166,39 @@ fn main() {
         second.usage.prompt_tokens,
         first_token.unwrap_or(f64::NAN),
     );
+}
+
+/// Greedy generation of 64 tokens after `text` from an empty cache: (prompt tokens,
+/// generated tokens, generated tokens per second and per CPU second). Both rates count
+/// from the first generated token on, which closes the prompt, as the bench does for
+/// llama.cpp.
+fn generation_after(m: &mut LocalModel, text: &str) -> (usize, usize, f64, String) {
+    let params = GenerationParams {
+        max_tokens: 64,
+        temperature: 0.0,
+        repeat_penalty: 1.0,
+        ..GenerationParams::default()
+    };
+    m.reset_cache();
+    let mut first = None;
+    let g = m
+        .generate(text, &params, &mut |_| {
+            first.get_or_insert_with(|| (Instant::now(), cpu_seconds()));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let tokens = g.usage.completion_tokens.saturating_sub(1);
+    let (rate, cpu_rate) = match first {
+        Some((wall, cpu)) => (
+            tokens as f64 / wall.elapsed().as_secs_f64(),
+            per_cpu_second(tokens, cpu, cpu_seconds()),
+        ),
+        None => (0.0, "null".into()),
+    };
+    (
+        g.usage.prompt_tokens,
+        g.usage.completion_tokens,
+        rate,
+        cpu_rate,
+    )
 }

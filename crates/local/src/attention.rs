@@ -7,12 +7,29 @@
 //! polynomial `exp` eight lanes at a time, and accumulates the values in registers, with
 //! one scratch buffer per worker.
 //!
-//! Every (query, head) is computed on its own, in the same order whatever the chunk it
-//! arrived in and whatever the worker: key `j` always lands in lane `j % 8`, and the tail
-//! past the last key is padded with zero keys (scores masked out), never a different
-//! code path. The prefix cache then changes what is computed, never the numbers.
+//! The query heads that share a KV head (grouped-query attention: SmolLM2-135M has three
+//! per KV head) are computed together: a block of eight keys is scored against every
+//! query of the group while it is in L1, and one pass over the values accumulates all of
+//! their outputs. Decoding after a few thousand prompt tokens is bound by reading the KV
+//! cache, and each query reading it on its own read it three times.
+//!
+//! Every query is still computed on its own numbers, in the same order whatever the
+//! chunk it arrived in, the worker, and the other queries of its group: key `j` always
+//! lands in lane `j % 8`, the tail past the last key is padded with zero keys (scores
+//! masked out), never a different code path, and each output value is one chain of
+//! fused multiply-adds over the positions in order (the group only interleaves the
+//! chains). The prefix cache then changes what is computed, never the numbers.
 
 use rayon::prelude::*;
+
+/// Below this many (query, key) pairs in a call, attention runs on the calling worker:
+/// a decoding step at short context is a few microseconds of work, about what handing
+/// out three tasks and joining them costs.
+const SERIAL_PAIRS: usize = 2048;
+
+/// Positions whose values are accumulated for every query of a group before moving on:
+/// 32 positions of 64 values are 8 KB, which stay in L1 while each query passes over them.
+const VALUE_BLOCK: usize = 32;
 
 /// Shapes of one attention call.
 #[derive(Clone, Copy, Debug)]
@@ -30,43 +47,88 @@ pub(crate) struct Shape {
 
 /// Causal attention of `seq` queries at positions `pos..` over the cache of one layer.
 /// `q` is `[head][token][dim]`, `keys` and `values` `[kv head][position][dim]`; the
-/// result is `[token][head · dim]`.
+/// result is `[token][head · dim]`. The work is split over (token, KV head): the heads of
+/// a group are adjacent in the result, so each task writes one contiguous run.
 pub(crate) fn attend(q: &[f32], keys: &[f32], values: &[f32], s: Shape) -> Vec<f32> {
     let hd = s.head_dim;
     let n_rep = s.n_head / s.n_kv;
     let scale = 1.0 / (hd as f32).sqrt();
     let mut out = vec![0f32; s.seq * s.n_head * hd];
-    out.par_chunks_mut(hd)
-        .enumerate()
-        .for_each_init(Vec::new, |scores, (i, o)| {
-            let (t, h) = (i / s.n_head, i % s.n_head);
-            let g = h / n_rep;
-            let q = &q[(h * s.seq + t) * hd..][..hd];
-            let k = &keys[g * s.capacity * hd..];
-            let v = &values[g * s.capacity * hd..];
-            let n = s.pos + t + 1;
-            one_query(q, &k[..n * hd], &v[..n * hd], scale, scores, o);
-        });
+    let group = |scratch: &mut Vec<f32>, (i, o): (usize, &mut [f32])| {
+        let (t, g) = (i / s.n_kv, i % s.n_kv);
+        let n = s.pos + t + 1;
+        let work = Group {
+            q: &q[(g * n_rep * s.seq + t) * hd..],
+            stride: s.seq * hd,
+            keys: &keys[g * s.capacity * hd..][..n * hd],
+            values: &values[g * s.capacity * hd..][..n * hd],
+            scale,
+            head_dim: hd,
+        };
+        group_query(&work, scratch, o);
+    };
+    let pairs = s.seq * (s.pos + s.seq) * s.n_head;
+    if pairs < SERIAL_PAIRS {
+        let mut scratch = Vec::new();
+        for item in out.chunks_mut(n_rep * hd).enumerate() {
+            group(&mut scratch, item);
+        }
+    } else {
+        out.par_chunks_mut(n_rep * hd)
+            .enumerate()
+            .for_each_init(Vec::new, group);
+    }
     out
 }
 
 /// `o = softmax(q·Kᵀ · scale) · V` for one query over `keys.len() / o.len()` positions.
+#[cfg(test)]
 pub(crate) fn one_query(
     q: &[f32],
     keys: &[f32],
     values: &[f32],
     scale: f32,
-    scores: &mut Vec<f32>,
+    scratch: &mut Vec<f32>,
     o: &mut [f32],
 ) {
+    let group = Group {
+        q,
+        stride: o.len(),
+        keys,
+        values,
+        scale,
+        head_dim: o.len(),
+    };
+    group_query(&group, scratch, o);
+}
+
+/// The queries of one KV group at one position, over the keys and values they see.
+pub(crate) struct Group<'a> {
+    /// Query `r` is `q[r · stride..][..head_dim]`.
+    pub(crate) q: &'a [f32],
+    pub(crate) stride: usize,
+    /// `[position][dim]`, as many positions in both.
+    pub(crate) keys: &'a [f32],
+    pub(crate) values: &'a [f32],
+    pub(crate) scale: f32,
+    pub(crate) head_dim: usize,
+}
+
+/// `o[r] = softmax(q[r]·Kᵀ · scale) · V` for the `o.len() / head_dim` queries of a
+/// group, each with the numbers it gets on its own.
+pub(crate) fn group_query(g: &Group<'_>, scratch: &mut Vec<f32>, o: &mut [f32]) {
+    let hd = g.head_dim;
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = crate::quant::avx2()
-        && o.len().is_multiple_of(8)
+        && hd.is_multiple_of(8)
     {
-        simd.vectorize(|| avx2::one_query(simd, q, keys, values, scale, scores, o));
+        simd.vectorize(|| avx2::group(simd, g, scratch, o));
         return;
     }
-    one_query_scalar(q, keys, values, scale, scores, o);
+    for (r, o) in o.chunks_exact_mut(hd).enumerate() {
+        let q = &g.q[r * g.stride..][..hd];
+        one_query_scalar(q, g.keys, g.values, g.scale, scratch, o);
+    }
 }
 
 /// The portable path (and the reference the AVX2 path is tested against).
@@ -169,27 +231,25 @@ mod avx2 {
         a._mm256_mul_ps(y, pow2)
     }
 
+    /// Each query of the group gets exactly the instructions, in the same order, that it
+    /// gets alone: its score chains, its running max block by block, its softmax, and
+    /// one FMA chain per output value over the positions in order. Only the loops over
+    /// queries sit inside the loops over blocks of keys and values.
     #[inline(always)]
-    pub(super) fn one_query(
-        simd: V3,
-        q: &[f32],
-        keys: &[f32],
-        values: &[f32],
-        scale: f32,
-        scores: &mut Vec<f32>,
-        o: &mut [f32],
-    ) {
+    pub(super) fn group(simd: V3, g: &super::Group<'_>, scratch: &mut Vec<f32>, o: &mut [f32]) {
         let (a, f) = (simd.avx, simd.fma);
-        let hd = o.len();
+        let hd = g.head_dim;
+        let rep = o.len() / hd;
+        let (keys, values) = (g.keys, g.values);
         let n = keys.len() / hd;
         let padded = n.div_ceil(8) * 8;
-        scores.clear();
-        scores.resize(padded + 8 * hd, 0.0);
-        let (scores, tail) = scores.split_at_mut(padded);
+        scratch.clear();
+        scratch.resize(rep * padded + 8 * hd + rep, 0.0);
+        let (scores, rest) = scratch.split_at_mut(rep * padded);
+        let (tail, sums) = rest.split_at_mut(8 * hd);
         let zero = a._mm256_setzero_ps();
-        let scale_v = a._mm256_set1_ps(scale);
-        let mut max_v = a._mm256_set1_ps(f32::NEG_INFINITY);
-        for (block, out) in scores.chunks_exact_mut(8).enumerate() {
+        let scale_v = a._mm256_set1_ps(g.scale);
+        for block in 0..padded / 8 {
             let first = block * 8;
             // The last block's missing keys are zeros (masked below), so every key is
             // scored by the same instructions in the same lane.
@@ -201,58 +261,84 @@ mod avx2 {
                 tail[have..].fill(0.0);
                 &*tail
             };
-            let mut acc = [zero; 8];
+            for r in 0..rep {
+                let q = &g.q[r * g.stride..][..hd];
+                let mut acc = [zero; 8];
+                for d in (0..hd).step_by(8) {
+                    let qv = load(simd, &q[d..]);
+                    for (s, acc) in acc.iter_mut().enumerate() {
+                        *acc = f._mm256_fmadd_ps(qv, load(simd, &k[s * hd + d..]), *acc);
+                    }
+                }
+                let out = &mut scores[r * padded + first..][..8];
+                store(a._mm256_mul_ps(transpose_sum(simd, acc), scale_v), out);
+                if first + 8 > n {
+                    out[n - first..].fill(f32::NEG_INFINITY);
+                }
+            }
+        }
+        for (scores, sum) in scores.chunks_exact_mut(padded).zip(sums.iter_mut()) {
+            let mut max_v = a._mm256_set1_ps(f32::NEG_INFINITY);
+            for out in scores.chunks_exact(8) {
+                max_v = a._mm256_max_ps(max_v, load(simd, out));
+            }
+            let lanes: [f32; 8] = cast(max_v);
+            let max = lanes.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+            let max_v = a._mm256_set1_ps(max);
+            let mut sum_v = zero;
+            for (block, out) in scores.chunks_exact_mut(8).enumerate() {
+                let mut p = exp(simd, a._mm256_sub_ps(load(simd, out), max_v));
+                if block * 8 + 8 > n {
+                    let mut lanes: [f32; 8] = cast(p);
+                    lanes[n - block * 8..].fill(0.0);
+                    p = cast(lanes);
+                }
+                sum_v = a._mm256_add_ps(sum_v, p);
+                store(p, out);
+            }
+            let lanes: [f32; 8] = cast(sum_v);
+            *sum = lanes.iter().sum::<f32>();
+        }
+        // `o` holds the running sums between blocks of positions: storing an f32
+        // accumulator and loading it back leaves its bits alone.
+        o.fill(0.0);
+        for start in (0..n).step_by(super::VALUE_BLOCK) {
+            let end = (start + super::VALUE_BLOCK).min(n);
+            let v = &values[start * hd..end * hd];
+            for (r, o) in o.chunks_exact_mut(hd).enumerate() {
+                let p = &scores[r * padded + start..r * padded + end];
+                let mut d = 0;
+                while d + 64 <= hd {
+                    let mut acc = [zero; 8];
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        *acc = load(simd, &o[d + 8 * i..]);
+                    }
+                    for (p, v) in p.iter().zip(v.chunks_exact(hd)) {
+                        let p = a._mm256_set1_ps(*p);
+                        for (i, acc) in acc.iter_mut().enumerate() {
+                            *acc = f._mm256_fmadd_ps(p, load(simd, &v[d + 8 * i..]), *acc);
+                        }
+                    }
+                    for (i, acc) in acc.iter().enumerate() {
+                        store(*acc, &mut o[d + 8 * i..]);
+                    }
+                    d += 64;
+                }
+                while d < hd {
+                    let mut acc = load(simd, &o[d..]);
+                    for (p, v) in p.iter().zip(v.chunks_exact(hd)) {
+                        acc = f._mm256_fmadd_ps(a._mm256_set1_ps(*p), load(simd, &v[d..]), acc);
+                    }
+                    store(acc, &mut o[d..]);
+                    d += 8;
+                }
+            }
+        }
+        for (o, sum) in o.chunks_exact_mut(hd).zip(sums.iter()) {
+            let inv = a._mm256_set1_ps(1.0 / *sum);
             for d in (0..hd).step_by(8) {
-                let qv = load(simd, &q[d..]);
-                for (s, acc) in acc.iter_mut().enumerate() {
-                    *acc = f._mm256_fmadd_ps(qv, load(simd, &k[s * hd + d..]), *acc);
-                }
+                store(a._mm256_mul_ps(load(simd, &o[d..]), inv), &mut o[d..]);
             }
-            let s = a._mm256_mul_ps(transpose_sum(simd, acc), scale_v);
-            store(s, out);
-            if first + 8 > n {
-                out[n - first..].fill(f32::NEG_INFINITY);
-            }
-            max_v = a._mm256_max_ps(max_v, load(simd, out));
-        }
-        let lanes: [f32; 8] = cast(max_v);
-        let max = lanes.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-        let max_v = a._mm256_set1_ps(max);
-        let mut sum_v = zero;
-        for (block, out) in scores.chunks_exact_mut(8).enumerate() {
-            let mut p = exp(simd, a._mm256_sub_ps(load(simd, out), max_v));
-            if block * 8 + 8 > n {
-                let mut lanes: [f32; 8] = cast(p);
-                lanes[n - block * 8..].fill(0.0);
-                p = cast(lanes);
-            }
-            sum_v = a._mm256_add_ps(sum_v, p);
-            store(p, out);
-        }
-        let lanes: [f32; 8] = cast(sum_v);
-        let inv = a._mm256_set1_ps(1.0 / lanes.iter().sum::<f32>());
-        let scores = &scores[..n];
-        let mut d = 0;
-        while d + 64 <= hd {
-            let mut acc = [zero; 8];
-            for (p, v) in scores.iter().zip(values.chunks_exact(hd)) {
-                let p = a._mm256_set1_ps(*p);
-                for (i, acc) in acc.iter_mut().enumerate() {
-                    *acc = f._mm256_fmadd_ps(p, load(simd, &v[d + 8 * i..]), *acc);
-                }
-            }
-            for (i, acc) in acc.iter().enumerate() {
-                store(a._mm256_mul_ps(*acc, inv), &mut o[d + 8 * i..]);
-            }
-            d += 64;
-        }
-        while d < hd {
-            let mut acc = zero;
-            for (p, v) in scores.iter().zip(values.chunks_exact(hd)) {
-                acc = f._mm256_fmadd_ps(a._mm256_set1_ps(*p), load(simd, &v[d..]), acc);
-            }
-            store(a._mm256_mul_ps(acc, inv), &mut o[d..]);
-            d += 8;
         }
     }
 }
@@ -290,14 +376,40 @@ mod tests {
                 prop_assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{x} vs {y}");
             }
         }
+
+        /// The queries of a group computed together get the bits each gets alone, for
+        /// any group size, key count (past a block of values too) and head width.
+        #[test]
+        fn a_grouped_query_gives_the_same_bits_as_alone(
+            rep in 1usize..5, n in 1usize..80, hd_eighths in 1usize..18, gap in 0usize..3,
+            seed in any::<u32>()
+        ) {
+            let hd = hd_eighths * 8;
+            let stride = hd * (1 + gap);
+            let q = values(rep * stride, seed);
+            let k = values(n * hd, seed ^ 1);
+            let v = values(n * hd, seed ^ 2);
+            let scale = 1.0 / (hd as f32).sqrt();
+            let group = Group { q: &q, stride, keys: &k, values: &v, scale, head_dim: hd };
+            let mut together = vec![0f32; rep * hd];
+            group_query(&group, &mut Vec::new(), &mut together);
+            for (r, together) in together.chunks_exact(hd).enumerate() {
+                let mut alone = vec![0f32; hd];
+                one_query(&q[r * stride..][..hd], &k, &v, scale, &mut Vec::new(), &mut alone);
+                let bits = |x: &[f32]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                prop_assert_eq!(bits(together), bits(&alone));
+            }
+        }
     }
 
     /// A query's result does not depend on the chunk it came in: the same numbers from a
-    /// whole prompt at once and from the last token alone over the same cache.
+    /// whole prompt at once (split over workers) and from the last token alone over the
+    /// same cache (on the calling thread).
     #[test]
     fn a_query_gives_the_same_bits_in_any_chunk() {
-        let (n_head, n_kv, hd, seq) = (4, 2, 64, 13);
-        let cap = 16;
+        let (n_head, n_kv, hd, seq) = (6, 2, 64, 60);
+        let cap = 64;
+        assert!(seq * seq * n_head >= SERIAL_PAIRS && seq * n_head < SERIAL_PAIRS);
         let keys = values(n_kv * cap * hd, 7);
         let vals = values(n_kv * cap * hd, 8);
         let q = values(n_head * seq * hd, 9);
