@@ -7,8 +7,8 @@ them one after another.
 
 Why: `cargo test` runs each test binary (and each crate's doc tests) in turn, so a suite
 that waits on child processes and sockets leaves a core idle while it waits, and every
-short suite waits for the long one before it. Here as many run at once as the machine
-has cores, the longest first (its time from the last run, kept in the target directory),
+short suite waits for the long one before it. Here one more runs at once than the
+machine has cores, the longest first (its time from the last run, kept in the target directory),
 with the doc tests as one more job. Each binary runs where cargo would run it (its
 package's folder, with `CARGO_MANIFEST_DIR` set); its output is kept and printed whole
 when it fails. Exit status: 0 when every binary and the doc tests passed.
@@ -75,7 +75,12 @@ def main():
     passed = failed = 0
     failures = []
     times = {}
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    # One job more than there are cores: many suites wait on child processes, sockets
+    # and timeouts for much of their time (mcp, checkpoint, replay: wall two to four
+    # times their CPU), and with a job a core two such waits at once left a core idle
+    # while CPU-bound suites queued. A third job on 2 cores keeps them busy; more
+    # only takes CPU from the longest suite, which sets the end.
+    with ThreadPoolExecutor(max_workers=(os.cpu_count() or 2) + 1) as pool:
         running = [pool.submit(run, job) for job in jobs]
         for finished in as_completed(running):
             name, status, output, seconds, ok, bad = finished.result()

@@ -385,11 +385,23 @@ enum End {
     StallAt(usize),
 }
 
-/// Split positions for `len` bytes: pseudo-random pieces of 1..=max bytes.
+/// Most chunks one response is sent in, on average.
+///
+/// Why: a test's reply of a hundred tool calls is about 400 KB of events; in
+/// pieces of 7 bytes on average that is 57,000 writes here and as many reads
+/// and wake-ups in a debug build of the client, a second of CPU a test spent on
+/// nothing fewer pieces do not also cover. Above this count the pieces grow (up
+/// to twice the length over this count), still from one byte up at
+/// pseudo-random positions; a response of up to 4 KB keeps the pieces asked for.
+const MAX_CHUNKS: usize = 8192;
+
+/// Split positions for `len` bytes: pseudo-random pieces of 1..=max bytes,
+/// `max` raised for long responses (see [`MAX_CHUNKS`]).
 fn split(len: usize, chunking: Chunking, salt: usize) -> Vec<usize> {
     if chunking.max_chunk == 0 {
         return vec![len];
     }
+    let max = chunking.max_chunk.max((2 * len).div_ceil(MAX_CHUNKS));
     let mut state = (chunking.seed ^ (salt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
     let mut sizes = Vec::new();
     let mut left = len;
@@ -398,7 +410,7 @@ fn split(len: usize, chunking: Chunking, salt: usize) -> Vec<usize> {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let size = (state % chunking.max_chunk as u64) as usize + 1;
+        let size = (state % max as u64) as usize + 1;
         let size = size.min(left);
         sizes.push(size);
         left -= size;
@@ -455,6 +467,14 @@ mod tests {
             assert!(sizes.iter().all(|s| (1..=13).contains(s)));
             assert_eq!(sizes, split(len, Chunking::default(), 3));
         }
+        // A long response: pieces grow, their count stays bounded, and some are
+        // still a byte or two.
+        let len = 400_000;
+        let sizes = split(len, Chunking::default(), 3);
+        assert_eq!(sizes.iter().sum::<usize>(), len);
+        assert!(sizes.len() <= 2 * MAX_CHUNKS, "{}", sizes.len());
+        assert!(sizes.iter().all(|s| (1..=98).contains(s)));
+        assert!(sizes.iter().any(|&s| s <= 2));
         assert_eq!(
             split(
                 50,
