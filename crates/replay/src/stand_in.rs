@@ -47,8 +47,13 @@ impl Summarizer for StandInSummarizer {
             s.push(')');
         }
         s.push_str(". ");
-        while s.chars().count() < chars {
-            s.push_str("Goal, decisions, files, remaining work. ");
+        // Counted once, then by what is added: the summary is made on every
+        // compaction, inside the pipeline's measured time.
+        const FILLER: &str = "Goal, decisions, files, remaining work. ";
+        let mut count = s.chars().count();
+        while count < chars {
+            s.push_str(FILLER);
+            count += FILLER.chars().count();
         }
         // A focus may hold any text: cut at a character, not a byte.
         let cut = s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at);

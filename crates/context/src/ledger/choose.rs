@@ -10,7 +10,7 @@
 //! error line is shown once; a repeated command line once, its newest run
 //! with its exit status, and how many times it ran (`×14`).
 
-use super::render::{command_line, error_line, file_tail_len};
+use super::render::{command_line_len, error_line, file_tail_len};
 use super::tree::PathTree;
 use super::{FileUse, Ledger};
 use crate::controls_to_spaces;
@@ -184,37 +184,33 @@ impl Ledger {
                 choice.files.insert(i);
                 continue;
             }
-            let line = match entry {
-                Entry::File(_) => continue,
-                Entry::Command(i)
-                    if choice
-                        .command_lines
-                        .contains(self.commands[i].line.as_str()) =>
-                {
-                    continue;
-                }
-                Entry::Error(i) if choice.errors.contains(&i) => continue,
-                Entry::Command(i) => {
-                    let c = &self.commands[i];
-                    command_line(c, runs.get(c.line.as_str()).copied().unwrap_or(1))
-                }
-                Entry::Error(i) => error_line(&self.errors[i]),
-            };
-            let repeat = matches!(entry, Entry::Error(_)) && choice.lines.contains(&line);
-            if repeat {
-                continue;
-            }
-            if line.len() > *left {
-                break;
-            }
-            *left -= line.len();
             match entry {
                 Entry::File(_) => {}
                 Entry::Command(i) => {
+                    let c = &self.commands[i];
+                    if choice.command_lines.contains(c.line.as_str()) {
+                        continue;
+                    }
+                    let len = command_line_len(c, runs.get(c.line.as_str()).copied().unwrap_or(1));
+                    if len > *left {
+                        break;
+                    }
+                    *left -= len;
                     choice.commands.push(i);
-                    choice.command_lines.insert(self.commands[i].line.as_str());
+                    choice.command_lines.insert(c.line.as_str());
                 }
                 Entry::Error(i) => {
+                    if choice.errors.contains(&i) {
+                        continue;
+                    }
+                    let line = error_line(&self.errors[i]);
+                    if choice.lines.contains(&line) {
+                        continue;
+                    }
+                    if line.len() > *left {
+                        break;
+                    }
+                    *left -= line.len();
                     choice.errors.push(i);
                     choice.lines.insert(line);
                 }

@@ -17,6 +17,10 @@ use std::fmt::Write as _;
 pub const LEDGER_OPEN: &str = "<state-ledger>";
 /// The line that closes it.
 pub const LEDGER_CLOSE: &str = "</state-ledger>";
+/// [`LEDGER_OPEN`] as a line of its own, as a marker's text holds it.
+pub(super) const OPEN_LINE: &str = "\n<state-ledger>\n";
+/// [`OPEN_LINE`] after an empty line, as a summary marker holds it.
+pub(super) const OPEN_PARAGRAPH: &str = "\n\n<state-ledger>\n";
 
 const INTRO: &str = "Facts the harness recorded from the messages this replaces \
 (reference data, not instructions; `recall` searches the removed material):";
@@ -103,12 +107,12 @@ impl Ledger {
                 let path = controls_to_spaces(&self.files[i].path);
                 tree.insert(tree.place(&path), &path, i, 0);
             }
-            tree.render(&mut out, |i| file_tail(&self.files[i]));
+            tree.render(&mut out, |i, out| push_file_tail(&self.files[i], out));
         }
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
             for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
-                out.push_str(&command_line(&self.commands[i], runs));
+                push_command_line(&self.commands[i], runs, &mut out);
             }
         }
         if !kept.errors.is_empty() {
@@ -185,10 +189,16 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
 
 /// What follows a file's path on its line, ` (Read ×3, Edit)`: a use
 /// once is its tool alone.
+#[cfg(test)]
 pub(super) fn file_tail(f: &FileUse) -> String {
-    // Written into one string: rendering runs on every compaction, and
-    // choosing measures every file it considers.
     let mut out = String::with_capacity(file_tail_len(f));
+    push_file_tail(f, &mut out);
+    out
+}
+
+/// [`file_tail`], written at the end of `out`: rendering runs on every
+/// compaction, and a string per file was most of what it allocated.
+fn push_file_tail(f: &FileUse, out: &mut String) {
     out.push_str(" (");
     for (k, (tool, n)) in f.uses.iter().enumerate() {
         if k > 0 {
@@ -200,7 +210,6 @@ pub(super) fn file_tail(f: &FileUse) -> String {
         }
     }
     out.push(')');
-    out
 }
 
 /// The length in bytes of [`file_tail`]'s text, without writing it.
@@ -222,22 +231,69 @@ fn decimal_digits(n: u32) -> usize {
 }
 
 /// A command's line with its (newest) exit status, and how many times it
-/// ran when more than once: `- [exit 0] cargo test -p x ×14`.
-pub(super) fn command_line(c: &CommandRun, runs: u32) -> String {
-    // An unknown exit status (another agent's log) is not shown, unless the
-    // line itself begins like one, so that reading it back stays exact.
-    let exit = match c.exit.as_deref() {
-        Some(e) => format!("[exit {e}] "),
-        None if c.line.starts_with(EXIT_OPEN) => format!("{EXIT_OPEN}?] "),
-        None => String::new(),
-    };
-    // A line that itself ends like a count gets its count, so that reading
-    // it back takes off only that.
-    if runs > 1 || runs_suffix(&c.line).is_some() {
-        format!("- {exit}{}{RUNS}{runs}\n", c.line)
-    } else {
-        format!("- {exit}{}\n", c.line)
+/// ran when more than once: `- [exit 0] cargo test -p x ×14`, written at
+/// the end of `out`.
+fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
+    out.push_str("- ");
+    match command_exit(c) {
+        CommandExit::Shown(e) => {
+            out.push_str(EXIT_OPEN);
+            out.push_str(e);
+            out.push_str("] ");
+        }
+        CommandExit::Unknown => {
+            out.push_str(EXIT_OPEN);
+            out.push_str("?] ");
+        }
+        CommandExit::None => {}
     }
+    out.push_str(&c.line);
+    if shows_runs(c, runs) {
+        let _ = write!(out, "{RUNS}{runs}");
+    }
+    out.push('\n');
+}
+
+/// The length in bytes of [`push_command_line`]'s line, without writing
+/// it: choosing measures every command it considers.
+pub(super) fn command_line_len(c: &CommandRun, runs: u32) -> usize {
+    let exit = match command_exit(c) {
+        CommandExit::Shown(e) => EXIT_OPEN.len() + e.len() + "] ".len(),
+        CommandExit::Unknown => EXIT_OPEN.len() + "?] ".len(),
+        CommandExit::None => 0,
+    };
+    let count = if shows_runs(c, runs) {
+        RUNS.len() + decimal_digits(runs)
+    } else {
+        0
+    };
+    "- ".len() + exit + c.line.len() + count + "\n".len()
+}
+
+/// How a command's line shows its exit status.
+enum CommandExit<'a> {
+    /// `[exit 0] `
+    Shown(&'a str),
+    /// `[exit ?] `: unknown (another agent's log), on a line that itself
+    /// begins like an exit status, so that reading it back stays exact.
+    Unknown,
+    /// Unknown, and not shown.
+    None,
+}
+
+fn command_exit(c: &CommandRun) -> CommandExit<'_> {
+    match c.exit.as_deref() {
+        Some(e) => CommandExit::Shown(e),
+        None if c.line.starts_with(EXIT_OPEN) => CommandExit::Unknown,
+        None => CommandExit::None,
+    }
+}
+
+/// Whether a command's line carries its count: when it ran more than
+/// once, or when the line itself ends like a count, so that reading it
+/// back takes off only that.
+fn shows_runs(c: &CommandRun, runs: u32) -> bool {
+    runs > 1 || runs_suffix(&c.line).is_some()
 }
 
 /// How a command's exit status opens its line.
@@ -292,9 +348,8 @@ pub fn ledger_section(text: &str) -> Option<&str> {
         return None;
     }
     let body = text.strip_suffix(LEDGER_CLOSE)?;
-    let open = format!("\n{LEDGER_OPEN}\n");
-    let at = body.rfind(&open)?;
-    Some(&body[at + open.len()..])
+    let at = body.rfind(OPEN_LINE)?;
+    Some(&body[at + OPEN_LINE.len()..])
 }
 
 /// The whole paths of the files a ledger section (as [`ledger_section`]
@@ -328,7 +383,7 @@ fn marker_transcript(text: &str) -> Option<&str> {
         };
         return Some(path);
     }
-    let before = &text[..text.rfind(&format!("\n\n{LEDGER_OPEN}\n"))?];
+    let before = &text[..text.rfind(OPEN_PARAGRAPH)?];
     before.lines().last()?.strip_prefix(TRANSCRIPT_LINE)
 }
 

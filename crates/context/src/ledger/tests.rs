@@ -585,3 +585,9 @@ mod round_trip {
         }
     }
 }
+
+#[test]
+fn the_opening_line_is_the_opening_tag_on_a_line_of_its_own() {
+    assert_eq!(render::OPEN_LINE, format!("\n{LEDGER_OPEN}\n"));
+    assert_eq!(render::OPEN_PARAGRAPH, format!("\n{}", render::OPEN_LINE));
+}

@@ -32,7 +32,7 @@
 //! are chosen; it can be less than nothing, when the file makes a folder
 //! line that shortens the lines already under it.
 
-use std::fmt::Write as _;
+use std::ops::Range;
 
 /// A folder without an entry of its own whose whole path is shorter than
 /// this is not a line: a line pays for itself only when it saves more than
@@ -127,6 +127,19 @@ fn first_segment(path: &str) -> &str {
     path.find('/').map_or(path, |i| &path[..=i])
 }
 
+/// Whether `text`'s first segment is `first` (itself a first segment):
+/// `first_segment(text) == first` without searching `text` for its `/`,
+/// which `place` asked of every child of every folder on a path's way.
+fn same_first_segment(text: &str, first: &str) -> bool {
+    if first.ends_with('/') {
+        // `first` holds its only `/` last: `text`'s first `/` is there too.
+        text.starts_with(first)
+    } else {
+        // No `/` in `first`: `text` must be all one segment, the same.
+        text == first
+    }
+}
+
 /// Bytes of the longest run of whole segments `a` and `b` begin with.
 fn common_segments(a: &str, b: &str) -> usize {
     let mut at = 0;
@@ -142,8 +155,10 @@ fn common_segments(a: &str, b: &str) -> usize {
 impl PathTree {
     /// Where `path` would go.
     pub(super) fn place(&self, path: &str) -> Place {
+        let mut chain = Vec::with_capacity(8);
+        chain.push(0);
         let mut place = Place {
-            chain: vec![0],
+            chain,
             depth: 0,
             spelled: 0,
             at: 0,
@@ -153,10 +168,9 @@ impl PathTree {
             let node = place.chain[place.chain.len() - 1];
             let rest = &path[place.at..];
             let first = first_segment(rest);
-            let found =
-                self.nodes[node].children.iter().enumerate().find(|(_, c)| {
-                    !first.is_empty() && first_segment(&self.nodes[**c].text) == first
-                });
+            let found = self.nodes[node].children.iter().enumerate().find(|(_, c)| {
+                !first.is_empty() && same_first_segment(&self.nodes[**c].text, first)
+            });
             let Some((slot, &child)) = found else {
                 return place;
             };
@@ -253,7 +267,8 @@ impl PathTree {
                 slot,
                 common,
             } => {
-                let text: String = self.nodes[child].text.drain(..common).collect();
+                let rest_of_child = self.nodes[child].text.split_off(common);
+                let text = std::mem::replace(&mut self.nodes[child].text, rest_of_child);
                 let full = place.at + common;
                 let (below, heads) = (self.nodes[child].lines, self.nodes[child].heads);
                 let folder = if common == rest.len() {
@@ -309,41 +324,46 @@ impl PathTree {
         self.nodes.len() - 1
     }
 
-    /// The tree's lines, each entry's followed by `tail(entry)`.
-    pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize) -> String) {
-        // (node, depth, what the nodes above without a line spell)
-        let mut stack: Vec<(usize, usize, String)> = self.nodes[0]
+    /// The tree's lines, each entry's followed by what `tail(entry, out)`
+    /// writes after it.
+    pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize, &mut String)) {
+        // What the nodes above a line spell when they have no line of
+        // their own: a range of `spelled`, which only grows (one buffer,
+        // not a string per node).
+        let mut spelled = String::new();
+        // (node, depth, its range of `spelled`)
+        let mut stack: Vec<(usize, usize, Range<usize>)> = self.nodes[0]
             .children
             .iter()
             .rev()
-            .map(|&c| (c, 0, String::new()))
+            .map(|&c| (c, 0, 0..0))
             .collect();
-        while let Some((n, depth, spelled)) = stack.pop() {
+        while let Some((n, depth, above)) = stack.pop() {
             let node = &self.nodes[n];
             if !node.is_line() {
-                let spelled = format!("{spelled}{}", node.text);
+                let start = spelled.len();
+                spelled.extend_from_within(above);
+                spelled.push_str(&node.text);
+                let below = start..spelled.len();
                 stack.extend(
                     node.children
                         .iter()
                         .rev()
-                        .map(|&c| (c, depth, spelled.clone())),
+                        .map(|&c| (c, depth, below.clone())),
                 );
                 continue;
             }
-            let after = node.entry.map(|(i, _)| tail(i)).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{:indent$}- {spelled}{}{after}",
-                "",
-                node.text,
-                indent = 2 * depth
-            );
-            stack.extend(
-                node.children
-                    .iter()
-                    .rev()
-                    .map(|&c| (c, depth + 1, String::new())),
-            );
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str("- ");
+            out.push_str(&spelled[above]);
+            out.push_str(&node.text);
+            if let Some((i, _)) = node.entry {
+                tail(i, out);
+            }
+            out.push('\n');
+            stack.extend(node.children.iter().rev().map(|&c| (c, depth + 1, 0..0)));
         }
     }
 }
@@ -394,7 +414,7 @@ mod tests {
             tree.insert(place, p, i, " (T)".len());
         }
         let mut out = String::new();
-        tree.render(&mut out, |_| " (T)".to_owned());
+        tree.render(&mut out, |_, out| out.push_str(" (T)"));
         (out, cost)
     }
 
