@@ -34,6 +34,8 @@ pub(super) struct Chosen {
     pub(super) covered: usize,
     /// Runs of a kept command line besides the one shown: counted in it.
     pub(super) grouped: usize,
+    /// `files` as the tree they are shown as, inserted in the order chosen.
+    pub(super) tree: PathTree,
 }
 
 #[derive(Clone, Copy)]
@@ -154,6 +156,7 @@ impl Ledger {
             errors: choice.errors,
             covered: covered.len(),
             grouped,
+            tree: choice.tree,
         }
     }
 

@@ -274,13 +274,104 @@ struct Recorder {
     carry_markers: bool,
 }
 
+/// What one tool call says for the ledger, parsed from its input once:
+/// the ledger of a history is kept twice (with and without its markers'
+/// ledgers), and both record every call, which parsed each call's command
+/// with the shell lexer and searched its input for paths twice.
+#[derive(Clone, Debug)]
+pub(super) struct CallFacts {
+    /// The call's id, to be sure the facts are the call's.
+    id: String,
+    /// The first line of the shell command it runs, when it runs one and
+    /// the line is not empty.
+    command: Option<String>,
+    /// The todo list it writes, when it is the todo tool.
+    todos: Option<Vec<String>>,
+    /// The paths it reads, writes or runs.
+    used: Vec<String>,
+    /// The paths it only mentions, each once, none of `used`.
+    mentioned: Vec<String>,
+}
+
+impl CallFacts {
+    /// The facts of every tool call of `message`, in order.
+    pub(super) fn of_message(message: &Message) -> Vec<CallFacts> {
+        message
+            .blocks()
+            .iter()
+            .filter_map(|block| match block {
+                Block::ToolUse(call) => Some(CallFacts::of(call)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn of(call: &ToolUse) -> CallFacts {
+        let input = &call.input;
+        let mut command = None;
+        let mut todos = None;
+        let used = if let Some(shell) = shell_command(input) {
+            let line = one_line_of(&shell);
+            if !line.is_empty() {
+                command = Some(line);
+            }
+            command_paths(&shell)
+        } else {
+            if is_todo_tool(&call.name)
+                && let Some(items) = input.get("todos").and_then(Value::as_array)
+            {
+                todos = Some(items.iter().filter_map(todo_line).collect());
+            }
+            input_paths(input)
+        };
+        // Paths the call only mentions (in a script, a heredoc, an option):
+        // listed too, so a later "which file was that?" finds them.
+        let mut strings = Vec::new();
+        tool_input_strings(input, &mut strings);
+        let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
+        mentioned.sort_unstable();
+        mentioned.dedup();
+        let mentioned = mentioned
+            .into_iter()
+            // `s/old/new/`, a sed script, is not a file.
+            .filter(|path| !(path.starts_with("s/") && path.matches('/').count() >= 3))
+            .filter(|path| !used.iter().any(|u| u == path))
+            .map(str::to_owned)
+            .collect();
+        CallFacts {
+            id: call.id.clone(),
+            command,
+            todos,
+            used,
+            mentioned,
+        }
+    }
+}
+
 impl Recorder {
     fn record(&mut self, ledger: &mut Ledger, message: &Message, transcript: Option<&str>) {
+        self.record_parsed(ledger, message, transcript, &[]);
+    }
+
+    /// [`Recorder::record`], with the facts of the message's tool calls
+    /// already parsed, if `parsed` has them (else each is parsed here).
+    pub(super) fn record_parsed(
+        &mut self,
+        ledger: &mut Ledger,
+        message: &Message,
+        transcript: Option<&str>,
+        parsed: &[CallFacts],
+    ) {
         match message.role() {
             Role::Assistant => {
-                for block in message.blocks() {
-                    if let Block::ToolUse(call) = block {
-                        self.record_call(ledger, call);
+                let calls = message.blocks().iter().filter_map(|block| match block {
+                    Block::ToolUse(call) => Some(call),
+                    _ => None,
+                });
+                for (k, call) in calls.enumerate() {
+                    match parsed.get(k).filter(|facts| facts.id == call.id) {
+                        Some(facts) => self.record_call(ledger, call, facts),
+                        None => self.record_call(ledger, call, &CallFacts::of(call)),
                     }
                 }
             }
@@ -309,42 +400,22 @@ impl Recorder {
         }
     }
 
-    fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse) {
+    fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse, facts: &CallFacts) {
         self.tool_of.insert(call.id.clone(), call.name.clone());
-        let input = &call.input;
-        let used = if let Some(command) = shell_command(input) {
-            let line = one_line_of(&command);
-            if !line.is_empty() {
-                self.command_of
-                    .insert(call.id.clone(), ledger.commands.len());
-                ledger.push_command(line, None);
-            }
-            command_paths(&command)
-        } else {
-            if is_todo_tool(&call.name)
-                && let Some(items) = input.get("todos").and_then(Value::as_array)
-            {
-                ledger.todos = items.iter().filter_map(todo_line).collect();
-            }
-            input_paths(input)
-        };
-        for path in &used {
+        if let Some(line) = &facts.command {
+            self.command_of
+                .insert(call.id.clone(), ledger.commands.len());
+            ledger.push_command(line.clone(), None);
+        }
+        if let Some(todos) = &facts.todos {
+            ledger.todos.clone_from(todos);
+        }
+        for path in &facts.used {
             ledger.touch(path, &call.name, 1);
         }
-        // Paths the call only mentions (in a script, a heredoc, an option):
-        // listed too, so a later "which file was that?" finds them.
-        let mut strings = Vec::new();
-        tool_input_strings(input, &mut strings);
-        let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
-        mentioned.sort_unstable();
-        mentioned.dedup();
         let label = format!("{}{MENTION}", call.name);
-        for path in mentioned {
-            // `s/old/new/`, a sed script, is not a file.
-            let sed_script = path.starts_with("s/") && path.matches('/').count() >= 3;
-            if !sed_script && !used.iter().any(|u| u == path) {
-                ledger.touch(path, &label, 1);
-            }
+        for path in &facts.mentioned {
+            ledger.touch(path, &label, 1);
         }
     }
 

@@ -102,12 +102,16 @@ impl Ledger {
         let mut out = fixed;
         if !kept.files.is_empty() {
             let _ = writeln!(out, "{FILES}");
-            let mut tree = PathTree::default();
-            for &i in &kept.files {
-                let path = controls_to_spaces(&self.files[i].path);
-                tree.insert(tree.place(&path), &path, i, 0);
+            let tail = |i: usize, out: &mut String| push_file_tail(&self.files[i], out);
+            // In first-use order: the order of their indices.
+            if !kept.tree.render_in_entry_order(&mut out, tail) {
+                let mut tree = PathTree::default();
+                for &i in &kept.files {
+                    let path = controls_to_spaces(&self.files[i].path);
+                    tree.insert(tree.place(&path), &path, i, 0);
+                }
+                tree.render(&mut out, tail);
             }
-            tree.render(&mut out, |i, out| push_file_tail(&self.files[i], out));
         }
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");

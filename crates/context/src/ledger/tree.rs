@@ -44,6 +44,9 @@ const MIN_FOLDER_CHARS: usize = 8;
 pub(super) struct PathTree {
     /// `nodes[0]` is the root, which has no line of its own.
     nodes: Vec<Node>,
+    /// Whether two entries have the same path: then the tree's shape
+    /// depends on the order they came in (see [`PathTree::render_in_entry_order`]).
+    duplicates: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +87,8 @@ pub(super) struct Place {
     /// Bytes of the path the chain's nodes spell.
     at: usize,
     kind: PlaceKind,
+    /// The path is an entry's already.
+    duplicate: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +118,7 @@ impl Default for PathTree {
                 lines: 0,
                 heads: 0,
             }],
+            duplicates: false,
         }
     }
 }
@@ -140,16 +146,18 @@ fn same_first_segment(text: &str, first: &str) -> bool {
     }
 }
 
-/// Bytes of the longest run of whole segments `a` and `b` begin with.
+/// Bytes of the longest run of whole segments `a` and `b` begin with:
+/// through the last `/` of the bytes they share, or all of both when they
+/// are the same (found in one pass, not segment by segment).
 fn common_segments(a: &str, b: &str) -> usize {
-    let mut at = 0;
-    loop {
-        let (x, y) = (first_segment(&a[at..]), first_segment(&b[at..]));
-        if x.is_empty() || x != y {
-            return at;
-        }
-        at += x.len();
+    let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    if shared == a.len() && shared == b.len() {
+        return shared;
     }
+    a.as_bytes()[..shared]
+        .iter()
+        .rposition(|&c| c == b'/')
+        .map_or(0, |slash| slash + 1)
 }
 
 impl PathTree {
@@ -163,6 +171,7 @@ impl PathTree {
             spelled: 0,
             at: 0,
             kind: PlaceKind::Leaf,
+            duplicate: false,
         };
         loop {
             let node = place.chain[place.chain.len() - 1];
@@ -194,9 +203,11 @@ impl PathTree {
                 continue;
             } else if c.entry.is_none() {
                 place.kind = PlaceKind::Mark(child);
+            } else {
+                // The same path twice (two that read the same once their
+                // control characters are spaces): a line of its own.
+                place.duplicate = true;
             }
-            // Else the same path twice (two that read the same once their
-            // control characters are spaces): a line of its own.
             return place;
         }
     }
@@ -241,6 +252,7 @@ impl PathTree {
     /// Puts `path` at `place` (from [`PathTree::place`] on this tree as it
     /// is), as the caller's entry `entry` with `tail` bytes after it.
     pub(super) fn insert(&mut self, place: Place, path: &str, entry: usize, tail: usize) {
+        self.duplicates |= place.duplicate;
         let rest = &path[place.at..];
         let parent = place.chain[place.chain.len() - 1];
         let entry = Some((entry, tail));
@@ -327,30 +339,82 @@ impl PathTree {
     /// The tree's lines, each entry's followed by what `tail(entry, out)`
     /// writes after it.
     pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize, &mut String)) {
+        self.render_ordered(out, tail, None);
+    }
+
+    /// The lines [`PathTree::render`] writes for a tree of the same
+    /// entries inserted in ascending order of their indices, whatever
+    /// order they came in: the ledger chooses its files newest first, and
+    /// shows them in the order first used, without building the tree
+    /// again. `false`, and nothing written, when two entries have the same
+    /// path (the tree's shape then depends on the order).
+    ///
+    /// The shape of a tree (which nodes, their texts, which under which)
+    /// depends only on its paths; inserted in ascending order, each
+    /// folder's children come in the order of the least index under each
+    /// (an entry added later has a greater index than all before it, and
+    /// goes last or under a node that keeps its place). So the lines are
+    /// these children in that order.
+    pub(super) fn render_in_entry_order(
+        &self,
+        out: &mut String,
+        tail: impl Fn(usize, &mut String),
+    ) -> bool {
+        if self.duplicates {
+            return false;
+        }
+        // Each node's least index under it, children after their parents
+        // in `order`, so computed from the last.
+        let mut order = vec![0];
+        let mut k = 0;
+        while k < order.len() {
+            order.extend(self.nodes[order[k]].children.iter().copied());
+            k += 1;
+        }
+        let mut least = vec![usize::MAX; self.nodes.len()];
+        for &n in order.iter().rev() {
+            let node = &self.nodes[n];
+            let below = node.children.iter().map(|&c| least[c]).min();
+            let own = node.entry.map(|(i, _)| i);
+            least[n] = own.into_iter().chain(below).min().unwrap_or(usize::MAX);
+        }
+        self.render_ordered(out, tail, Some(&least));
+        true
+    }
+
+    /// The lines, each node's children in the order they came or, with
+    /// `least`, by their least index.
+    fn render_ordered(
+        &self,
+        out: &mut String,
+        tail: impl Fn(usize, &mut String),
+        least: Option<&[usize]>,
+    ) {
         // What the nodes above a line spell when they have no line of
         // their own: a range of `spelled`, which only grows (one buffer,
         // not a string per node).
         let mut spelled = String::new();
-        // (node, depth, its range of `spelled`)
-        let mut stack: Vec<(usize, usize, Range<usize>)> = self.nodes[0]
-            .children
-            .iter()
-            .rev()
-            .map(|&c| (c, 0, 0..0))
-            .collect();
+        // (node, depth, its range of `spelled`), the next to write last.
+        let mut stack: Vec<(usize, usize, Range<usize>)> = Vec::new();
+        let push_children = |stack: &mut Vec<(usize, usize, Range<usize>)>,
+                             n: usize,
+                             depth,
+                             above: Range<usize>| {
+            let from = stack.len();
+            let children = &self.nodes[n].children;
+            stack.extend(children.iter().rev().map(|&c| (c, depth, above.clone())));
+            if let Some(least) = least {
+                stack[from..].sort_unstable_by_key(|(c, ..)| std::cmp::Reverse(least[*c]));
+            }
+        };
+        push_children(&mut stack, 0, 0, 0..0);
         while let Some((n, depth, above)) = stack.pop() {
             let node = &self.nodes[n];
             if !node.is_line() {
                 let start = spelled.len();
                 spelled.extend_from_within(above);
                 spelled.push_str(&node.text);
-                let below = start..spelled.len();
-                stack.extend(
-                    node.children
-                        .iter()
-                        .rev()
-                        .map(|&c| (c, depth, below.clone())),
-                );
+                push_children(&mut stack, n, depth, start..spelled.len());
                 continue;
             }
             for _ in 0..depth {
@@ -363,7 +427,7 @@ impl PathTree {
                 tail(i, out);
             }
             out.push('\n');
-            stack.extend(node.children.iter().rev().map(|&c| (c, depth + 1, 0..0)));
+            push_children(&mut stack, n, depth + 1, 0..0);
         }
     }
 }
@@ -385,16 +449,25 @@ pub(crate) fn expand_files<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<
         folders.truncate(depth);
         let prefix = folders.last().map_or("", String::as_str);
         if let Some((path, uses)) = text.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
-            let path = format!("{prefix}{path}");
+            let path = joined(prefix, path);
             if path.ends_with('/') {
                 folders.push(path.clone());
             }
             out.push((path, uses));
         } else if text.ends_with('/') {
-            folders.push(format!("{prefix}{text}"));
+            folders.push(joined(prefix, text));
         }
     }
     out
+}
+
+/// `folder` and `rest` as one path, in one allocation (every file of a
+/// ledger read back is one).
+fn joined(folder: &str, rest: &str) -> String {
+    let mut path = String::with_capacity(folder.len() + rest.len());
+    path.push_str(folder);
+    path.push_str(rest);
+    path
 }
 
 #[cfg(test)]
@@ -494,8 +567,60 @@ mod tests {
         )
     }
 
+    /// The segments two paths share, a segment at a time (the definition).
+    fn common_segments_by_segment(a: &str, b: &str) -> usize {
+        let mut at = 0;
+        loop {
+            let (x, y) = (first_segment(&a[at..]), first_segment(&b[at..]));
+            if x.is_empty() || x != y {
+                return at;
+            }
+            at += x.len();
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn the_segments_two_paths_share_are_found_in_one_pass(
+            a in "[ab/]{0,12}",
+            b in "[ab/]{0,12}",
+        ) {
+            prop_assert_eq!(common_segments(&a, &b), common_segments_by_segment(&a, &b));
+            prop_assert_eq!(common_segments(&a, &a), common_segments_by_segment(&a, &a));
+        }
+
+        /// A tree of paths inserted in any order shows its lines as the
+        /// tree of the same paths inserted in the order of their indices.
+        #[test]
+        fn a_tree_in_entry_order_is_the_tree_built_in_that_order(
+            set in paths(),
+            order in any::<prop::sample::Index>(),
+        ) {
+            let sorted: Vec<String> = set.iter().cloned().collect();
+            let mut shuffled: Vec<usize> = (0..sorted.len()).collect();
+            if !shuffled.is_empty() {
+                let k = order.index(shuffled.len());
+                shuffled.rotate_left(k);
+                shuffled[k..].reverse();
+            }
+            let tail = |i: usize, out: &mut String| out.push_str(&format!(" ({i})"));
+            let mut in_order = PathTree::default();
+            for (i, p) in sorted.iter().enumerate() {
+                in_order.insert(in_order.place(p), p, i, 0);
+            }
+            let mut expected = String::new();
+            in_order.render(&mut expected, tail);
+            let mut any_order = PathTree::default();
+            for &i in &shuffled {
+                let p = &sorted[i];
+                any_order.insert(any_order.place(p), p, i, 0);
+            }
+            let mut got = String::new();
+            prop_assert!(any_order.render_in_entry_order(&mut got, tail));
+            prop_assert_eq!(got, expected);
+        }
 
         /// Rendered in any order, a set of paths reads back as the same set,
         /// each with its tail, and is as long as its insertions said.
