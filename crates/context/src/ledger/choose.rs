@@ -14,7 +14,13 @@ use super::render::{command_line_len, error_line, file_tail_len};
 use super::tree::PathTree;
 use super::{FileUse, Ledger};
 use crate::controls_to_spaces;
+use foldhash::fast::FixedState;
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The lines of a ledger's commands, counted and looked up on every
+/// rendering: hashed with a fast, fixed hash (only looked up, never
+/// iterated, so the order it would give does not matter).
+type Lines<'a, V> = HashMap<&'a str, V, FixedState>;
 
 /// The share of the room (1 in this many characters) the newest facts
 /// take first.
@@ -55,7 +61,7 @@ struct Choice<'a> {
     lines: BTreeSet<String>,
     /// Command lines shown (without their exit status): a command run
     /// again is shown once, with its count.
-    command_lines: HashSet<&'a str>,
+    command_lines: HashSet<&'a str, FixedState>,
     /// The files chosen, as the tree they are shown as: what a file adds
     /// depends on the folders it shares with those chosen before.
     tree: PathTree,
@@ -66,7 +72,7 @@ impl Ledger {
     /// they take.
     pub(super) fn choose_within(&self, left: &mut usize) -> Chosen {
         let mut choice = Choice::default();
-        let mut runs: HashMap<&str, u32> = HashMap::new();
+        let mut runs: Lines<'_, u32> = Lines::default();
         for c in &self.commands {
             *runs.entry(c.line.as_str()).or_default() += 1;
         }
@@ -167,7 +173,7 @@ impl Ledger {
         entries: impl Iterator<Item = Entry>,
         left: &mut usize,
         choice: &mut Choice<'a>,
-        runs: &HashMap<&str, u32>,
+        runs: &Lines<'_, u32>,
     ) {
         for entry in entries {
             if let Entry::File(i) = entry {

@@ -192,6 +192,12 @@ impl Ledger {
     /// back, then what came after it), on this ledger's clock in the order
     /// `newer` recorded them.
     fn absorb(&mut self, newer: Ledger) {
+        let fresh = self.files.is_empty();
+        self.absorb_with(newer, fresh);
+    }
+
+    /// [`Ledger::absorb`]; `fresh`: this ledger has no files yet.
+    fn absorb_with(&mut self, newer: Ledger, fresh: bool) {
         self.person.extend(newer.person);
         enum Fact {
             File(FileUse),
@@ -203,8 +209,19 @@ impl Ledger {
         facts.extend(newer.commands.into_iter().map(|c| (c.at, Fact::Command(c))));
         facts.extend(newer.errors.into_iter().map(|e| (e.at, Fact::Error(e))));
         facts.sort_by_key(|(at, _)| *at);
+        // Into a ledger without files (a marker's, read back first), each
+        // file is new: it is moved in whole, its uses on the clock as
+        // `touch` would put them, without looking for it among the others.
+        // (`newer`'s files are distinct, each tool once: recorded by `touch`.)
         for (_, fact) in facts {
             match fact {
+                Fact::File(mut f) if fresh => {
+                    if !f.uses.is_empty() {
+                        self.clock += f.uses.len() as u64;
+                        f.last = self.clock;
+                        self.files.push(f);
+                    }
+                }
                 Fact::File(f) => {
                     for (tool, n) in f.uses {
                         self.touch(&f.path, &tool, n);
@@ -244,20 +261,32 @@ impl Ledger {
     }
 
     fn touch(&mut self, path: &str, tool: &str, times: u32) {
+        let at = self.files.iter().position(|f| f.path == path);
+        self.touch_at(at, path, tool, times);
+    }
+
+    /// [`Ledger::touch`], the file already looked for: `at` is where it is
+    /// in `files`, `None` when it is not there. Returns where it is now.
+    fn touch_at(&mut self, at: Option<usize>, path: &str, tool: &str, times: u32) -> usize {
         let seq = self.tick();
-        match self.files.iter_mut().find(|f| f.path == path) {
-            Some(f) => {
+        match at {
+            Some(i) => {
+                let f = &mut self.files[i];
                 f.last = seq;
                 match f.uses.iter_mut().find(|(t, _)| t == tool) {
                     Some((_, n)) => *n += times,
                     None => f.uses.push((tool.to_owned(), times)),
                 }
+                i
             }
-            None => self.files.push(FileUse {
-                path: path.to_owned(),
-                uses: vec![(tool.to_owned(), times)],
-                last: seq,
-            }),
+            None => {
+                self.files.push(FileUse {
+                    path: path.to_owned(),
+                    uses: vec![(tool.to_owned(), times)],
+                    last: seq,
+                });
+                self.files.len() - 1
+            }
         }
     }
 }

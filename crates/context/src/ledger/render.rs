@@ -11,6 +11,8 @@ use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
 use crate::{controls_to_spaces, group_digits};
+use foldhash::fast::FixedState;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The line that opens the ledger section of a compaction marker.
@@ -311,6 +313,10 @@ const MAX_RUNS: usize = 10_000;
 
 /// A command line's trailing ` ×N` count, split off: `(line, N)`.
 fn runs_suffix(line: &str) -> Option<(&str, usize)> {
+    // A count ends in a digit: most lines are done with at their last byte.
+    if !line.as_bytes().last().is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
     let (l, n) = line.rsplit_once(RUNS)?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -464,11 +470,19 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             _ => {}
         }
     }
+    // Every file is looked up by its path here, not among all the files
+    // before it (`touch`'s search): the ledger has no other files yet.
+    let mut found: HashMap<String, usize, FixedState> = HashMap::default();
     for (path, uses) in expand_files(file_lines) {
         for u in uses.split(", ") {
-            match u.rsplit_once(" ×") {
-                Some((tool, n)) => ledger.touch(&path, tool, n.parse().unwrap_or(1)),
-                None => ledger.touch(&path, u, 1),
+            let (tool, n) = match u.rsplit_once(" ×") {
+                Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
+                None => (u, 1),
+            };
+            let known = found.get(&path).copied();
+            let at = ledger.touch_at(known, &path, tool, n);
+            if known.is_none() {
+                found.insert(path.clone(), at);
             }
         }
     }
