@@ -27,9 +27,10 @@ use crate::first_line;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker};
 use crate::path_tokens::{path_tokens, tool_input_strings};
 use crate::tool_names;
-use crate::{Block, Message, Role, ToolResult, ToolUse};
+use crate::{Block, Content, Message, Role, ToolResult, ToolUse};
 use command_paths::command_paths;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use whittle_store::saved_path_text;
 
@@ -411,7 +412,12 @@ impl Recorder {
                     }
                     return;
                 }
-                let text = message.text();
+                // Borrowed when it is one string (a marker: thousands of
+                // characters, read on every call after a compaction).
+                let text = match message.content() {
+                    Content::Text(t) => Cow::Borrowed(t.as_str()),
+                    Content::Blocks(_) => Cow::Owned(message.text()),
+                };
                 if self.carry_markers {
                     if let Some(earlier) = render::read_back(&text) {
                         ledger.absorb(earlier);

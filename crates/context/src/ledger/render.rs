@@ -59,7 +59,7 @@ impl Ledger {
             let _ = writeln!(fixed, "{PERSON}");
             let whole_up_to = (budget_chars / 8).clamp(PERSON_HEAD_MIN, PERSON_HEAD_MAX);
             for p in &self.person {
-                fixed.push_str(&person_lines(p, whole_up_to));
+                push_person_lines(p, whole_up_to, &mut fixed);
             }
         }
         if !self.todos.is_empty() {
@@ -139,7 +139,9 @@ impl Ledger {
                 .places
                 .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
             let _ = writeln!(out, "{NOT_SHOWN}");
-            let _ = writeln!(out, "- {}", omitted_line(&omitted));
+            out.push_str("- ");
+            push_omitted_line(&omitted, &mut out);
+            out.push('\n');
         }
         out.push_str(LEDGER_CLOSE);
         out
@@ -151,7 +153,8 @@ impl Ledger {
 const PERSON_HEAD_MIN: usize = 200;
 const PERSON_HEAD_MAX: usize = 2_000;
 
-fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
+/// A person's message as its ledger lines, written at the end of `out`.
+fn push_person_lines(p: &PersonMessage, whole_up_to: usize, out: &mut String) {
     let total = p.text.chars().count();
     let cut;
     let (text, rest) = match &p.rest {
@@ -173,24 +176,25 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
         }
         None => (p.text.as_str(), None),
     };
-    let mut out = String::new();
     let mut lines = text.lines();
     match rest {
         Some(rest) => {
-            let _ = writeln!(out, "- {LONG_PERSON}{}]", controls_to_spaces(rest));
+            out.push_str("- ");
+            out.push_str(LONG_PERSON);
+            out.push_str(&controls_to_spaces(rest));
+            out.push_str("]\n");
         }
         None => {
-            let _ = writeln!(
-                out,
-                "- {}",
-                controls_to_spaces(lines.next().unwrap_or_default())
-            );
+            out.push_str("- ");
+            out.push_str(&controls_to_spaces(lines.next().unwrap_or_default()));
+            out.push('\n');
         }
     }
     for line in lines {
-        let _ = writeln!(out, "  {}", controls_to_spaces(line));
+        out.push_str("  ");
+        out.push_str(&controls_to_spaces(line));
+        out.push('\n');
     }
-    out
 }
 
 /// What follows a file's path on its line, ` (Read ×3, Edit)`: a use
@@ -328,22 +332,32 @@ pub(super) fn error_line(e: &ErrorLine) -> String {
     format!("- {}\n", controls_to_spaces(&e.line))
 }
 
-fn omitted_line(o: &Omitted) -> String {
-    let mut parts = Vec::new();
-    for (n, what) in [
+/// `2 older files, 5 older commands; in: PLACES` (or `; in the places
+/// named above`), written at the end of `out`.
+fn push_omitted_line(o: &Omitted, out: &mut String) {
+    let counts = [
         (o.files, "files"),
         (o.commands, "commands"),
         (o.errors, "errors"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{} older {what}", group_digits(n as u64)));
+    ];
+    for (k, (n, what)) in counts.into_iter().filter(|(n, _)| *n > 0).enumerate() {
+        if k > 0 {
+            out.push_str(", ");
         }
+        out.push_str(&group_digits(n as u64));
+        out.push_str(" older ");
+        out.push_str(what);
     }
-    let places: Vec<&str> = o.places.iter().map(String::as_str).collect();
-    if places.is_empty() {
-        format!("{}; in the places named above", parts.join(", "))
-    } else {
-        format!("{}; in: {}", parts.join(", "), places.join(", "))
+    if o.places.is_empty() {
+        out.push_str("; in the places named above");
+        return;
+    }
+    out.push_str("; in: ");
+    for (k, place) in o.places.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(place);
     }
 }
 
@@ -358,8 +372,17 @@ pub fn ledger_section(text: &str) -> Option<&str> {
         return None;
     }
     let body = text.strip_suffix(LEDGER_CLOSE)?;
-    let at = body.rfind(OPEN_LINE)?;
+    let at = rfind_open_line(body)?;
     Some(&body[at + OPEN_LINE.len()..])
+}
+
+/// `body.rfind(OPEN_LINE)`, found from the `<`s (few in a marker, and
+/// found with memrchr) rather than by a search for the whole line, which
+/// read the whole marker once per question asked of it.
+pub(super) fn rfind_open_line(body: &str) -> Option<usize> {
+    body.rmatch_indices('<')
+        .filter_map(|(at, _)| at.checked_sub(1))
+        .find(|&at| body.as_bytes()[at..].starts_with(OPEN_LINE.as_bytes()))
 }
 
 /// The whole paths of the files a ledger section (as [`ledger_section`]

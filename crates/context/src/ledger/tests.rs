@@ -621,3 +621,19 @@ mod absorb {
         }
     }
 }
+
+mod open_line {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The opening line is found where the standard search finds it.
+        #[test]
+        fn the_last_opening_line_is_found_as_rfind_finds_it(
+            parts in prop::collection::vec("(<state-ledger>|\n|<|a|é)", 0..30),
+        ) {
+            let body = parts.concat();
+            prop_assert_eq!(render::rfind_open_line(&body), body.rfind(render::OPEN_LINE));
+        }
+    }
+}
