@@ -637,3 +637,107 @@ mod open_line {
         }
     }
 }
+
+mod known_read_back {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Messages with the texts that read back awkwardly: tool names with
+    /// `, `, ` (` and ` ×`, commands with line breaks and counts, exit
+    /// statuses with `] ` and `?`, people's lines with controls.
+    fn wild() -> impl Strategy<Value = Message> {
+        let id = (0..6u8).prop_map(|i| format!("w{i}"));
+        let tool = prop::sample::select(vec![
+            "Read", "bash", "a, b", "x (y)", "T ×2", "", "Edit", "×", "u ×",
+        ]);
+        prop_oneof![
+            "(\\PC|\n|\r|\t|\u{85}){0,120}".prop_map(Message::user),
+            (
+                id.clone(),
+                tool.clone(),
+                prop::sample::select(vec![
+                    "src/a.rs",
+                    "/home/me/p/src/a.rs",
+                    "/home/me/p/x\ny.rs",
+                    "b (c).rs",
+                    "d/",
+                    "",
+                ])
+            )
+                .prop_map(|(id, t, p)| call(&id, t, json!({"path": p}))),
+            (
+                id.clone(),
+                prop::sample::select(vec![
+                    "[exit 1] foo",
+                    "foo ×3",
+                    "a\rb",
+                    "cargo test ×12",
+                    "x ] y",
+                    "",
+                ])
+            )
+                .prop_map(|(id, c)| call(&id, "bash", json!({"command": c}))),
+            (
+                id,
+                any::<bool>(),
+                prop::sample::select(vec![
+                    "[exit code: ?]",
+                    "[exit code: a] b]",
+                    "[exit code: 0]",
+                    "Exit code 3",
+                    "x\ny",
+                    "",
+                ])
+            )
+                .prop_map(|(id, err, text)| result(&id, text, err)),
+        ]
+    }
+
+    fn messages() -> impl Strategy<Value = Vec<Message>> {
+        prop::collection::vec(prop_oneof![incremental_messages(), wild()], 0..30)
+    }
+
+    /// The marker a compaction makes of `ledger`'s text.
+    fn marker(text: &str) -> String {
+        compacted_message(
+            COMPACTED_HEADER,
+            "req",
+            "sum",
+            Path::new("/t/a.jsonl"),
+            text,
+        )
+        .text()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Built from the entries shown, a ledger reads back as its text
+        /// does, twice over (a marker's ledger carried into the next).
+        #[test]
+        fn a_rendered_ledger_reads_back_as_its_text(
+            first in messages(),
+            then in messages(),
+            budget in 100usize..5_000,
+            named in any::<bool>(),
+        ) {
+            let named = named.then_some("/t/a.jsonl");
+            let mut history = first;
+            for round in 0..2 {
+                let ledger = Ledger::of(&history, Some("/t/a.jsonl"));
+                let (text, back) = ledger.render_and_read_back(budget, named, true);
+                prop_assert_eq!(&text, &ledger.render(budget, named));
+                let m = marker(&text);
+                if let Some(back) = back {
+                    let section = ledger_section(&m).unwrap_or_default().to_owned();
+                    let mut known = vec![(section, back)];
+                    let got = take_known(&m, &mut known);
+                    prop_assert!(got.is_some());
+                    prop_assert_eq!(got, render::read_back(&m), "round {}: {}", round, text);
+                }
+                history = vec![Message::user(m)];
+                history.extend(then.iter().cloned());
+            }
+        }
+    }
+}
