@@ -12,8 +12,7 @@
 //! request reads its messages (its compaction markers' ledgers included)
 //! once.
 
-use super::render::{LEDGER_CLOSE, LEDGER_OPEN};
-use super::{CallFacts, KnownReadBack, Ledger, Recorder};
+use super::{CallFacts, Ledger, Recorder};
 use crate::{Message, Role};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -31,15 +30,7 @@ pub(crate) struct LedgerMemo {
     /// another has not yet, by message: a call is parsed once, however
     /// many memos record it.
     parsed: BTreeMap<usize, Vec<CallFacts>>,
-    /// The newest few ledgers rendered for markers, with what a marker
-    /// carrying each reads back as: the marker of a compaction is read on
-    /// the next call, and its ledger need not be parsed from its text.
-    /// Kept across edits (the marker comes in by one).
-    known: Vec<KnownReadBack>,
 }
-
-/// Rendered ledgers [`LedgerMemo`] keeps the read-back of.
-const KNOWN: usize = 2;
 
 #[derive(Clone, Debug)]
 struct Memo {
@@ -102,21 +93,7 @@ impl LedgerMemo {
         {
             return r.text.clone();
         }
-        // Only a ledger with the markers' ledgers carried goes into a marker.
-        let (text, back) =
-            memo.ledger
-                .render_and_read_back(budget, named_by_marker, memo.carry_markers);
-        let section = text
-            .strip_prefix(LEDGER_OPEN)
-            .and_then(|t| t.strip_prefix('\n'))
-            .and_then(|t| t.strip_suffix(LEDGER_CLOSE));
-        if let (Some(back), Some(section)) = (back, section) {
-            if self.known.len() >= KNOWN {
-                self.known.remove(0);
-            }
-            self.known.push((section.to_owned(), back));
-        }
-        let memo = &mut self.slots[at];
+        let text = memo.ledger.render(budget, named_by_marker);
         memo.rendered = Some(Rendered {
             budget,
             named_by_marker: named_by_marker.map(str::to_owned),
@@ -186,7 +163,6 @@ impl LedgerMemo {
                 message,
                 memo.transcript.as_deref(),
                 parsed,
-                &mut self.known,
             );
         }
         memo.upto = end;

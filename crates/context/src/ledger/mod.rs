@@ -380,20 +380,17 @@ impl CallFacts {
 
 impl Recorder {
     fn record(&mut self, ledger: &mut Ledger, message: &Message, transcript: Option<&str>) {
-        self.record_parsed(ledger, message, transcript, &[], &mut Vec::new());
+        self.record_parsed(ledger, message, transcript, &[]);
     }
 
     /// [`Recorder::record`], with the facts of the message's tool calls
-    /// already parsed, if `parsed` has them (else each is parsed here),
-    /// and the ledgers of markers rendered here, if `known` has the one
-    /// this message carries (else it is read from the text).
+    /// already parsed, if `parsed` has them (else each is parsed here).
     pub(super) fn record_parsed(
         &mut self,
         ledger: &mut Ledger,
         message: &Message,
         transcript: Option<&str>,
         parsed: &[CallFacts],
-        known: &mut Vec<KnownReadBack>,
     ) {
         match message.role() {
             Role::Assistant => {
@@ -422,8 +419,7 @@ impl Recorder {
                     Content::Blocks(_) => Cow::Owned(message.text()),
                 };
                 if self.carry_markers {
-                    let earlier = take_known(&text, known).or_else(|| render::read_back(&text));
-                    if let Some(earlier) = earlier {
+                    if let Some(earlier) = render::read_back(&text) {
                         ledger.absorb(earlier);
                         return;
                     }
@@ -479,23 +475,6 @@ impl Recorder {
             ledger.push_error(format!("{tool}: {line}"));
         }
     }
-}
-
-/// A ledger section rendered here (between its delimiter lines), and the
-/// ledger a marker carrying it reads back as, but for the marker's own
-/// transcript (see `Ledger::render_and_read_back`).
-pub(super) type KnownReadBack = (String, Ledger);
-
-/// What [`render::read_back`] gives for `text`, from `known` when it holds
-/// the text's ledger section (taken out: a marker is read once).
-fn take_known(text: &str, known: &mut Vec<KnownReadBack>) -> Option<Ledger> {
-    let section = ledger_section(text)?;
-    let at = known.iter().position(|(shown, _)| shown == section)?;
-    let (_, mut ledger) = known.swap_remove(at);
-    if let Some(t) = render::marker_transcript(text) {
-        ledger.places.insert(t.to_owned());
-    }
-    Some(ledger)
 }
 
 /// A person message as written, and where it is archived.

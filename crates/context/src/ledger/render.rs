@@ -7,7 +7,6 @@
 //! read exactly as written, which is also how the model and a survival
 //! probe search for them).
 
-use super::choose::Chosen;
 use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
@@ -51,26 +50,8 @@ impl Ledger {
     /// are) is not listed again.
     /// A budget of 0, or a ledger with nothing in it, renders nothing.
     pub fn render(&self, budget_chars: usize, named_by_marker: Option<&str>) -> String {
-        self.render_and_read_back(budget_chars, named_by_marker, false)
-            .0
-    }
-
-    /// [`Ledger::render`], and, when `read_back` is asked, the ledger a
-    /// marker carrying the text reads back as (without the transcript the
-    /// marker names, which comes from the marker): built from the entries
-    /// shown, not parsed from the text, which on every compaction was most
-    /// of the cost of carrying the ledger over. `None` when not asked, or
-    /// when a shown entry's text could read back as something else (a tool
-    /// name with `, ` in it, a line break in a command); the text is then
-    /// read back as it always was.
-    pub(super) fn render_and_read_back(
-        &self,
-        budget_chars: usize,
-        named_by_marker: Option<&str>,
-        read_back: bool,
-    ) -> (String, Option<Ledger>) {
         if budget_chars == 0 || self.is_empty() {
-            return (String::new(), None);
+            return String::new();
         }
         let mut fixed = String::new();
         let _ = writeln!(fixed, "{LEDGER_OPEN}\n{INTRO}");
@@ -120,7 +101,6 @@ impl Ledger {
         let mut left = budget_chars.saturating_sub(fixed.len() + places.len() + HEADINGS_ROOM);
 
         let kept = self.choose_within(&mut left);
-        let fixed_len = fixed.len();
         let mut out = fixed;
         if !kept.files.is_empty() {
             let _ = writeln!(out, "{FILES}");
@@ -147,7 +127,6 @@ impl Ledger {
                 out.push_str(&error_line(&self.errors[i]));
             }
         }
-        let places_at = out.len();
         out.push_str(&places);
         let mut omitted = self.omitted.clone();
         omitted.files += self.files.len() - kept.files.len() - kept.covered;
@@ -164,60 +143,8 @@ impl Ledger {
             push_omitted_line(&omitted, &mut out);
             out.push('\n');
         }
-        let back = if read_back {
-            self.read_back_shown(&kept, &out[..fixed_len], &out[places_at..])
-        } else {
-            None
-        };
         out.push_str(LEDGER_CLOSE);
-        (out, back)
-    }
-
-    /// What [`read_back`] reads from the section `render` wrote with
-    /// `kept` (without the marker's transcript): `fixed` (the person's
-    /// messages and todos) and `rest` (places, what is not shown) are
-    /// read as text, being small; the files, commands and errors are
-    /// taken from the entries, as their lines would read back.
-    fn read_back_shown(&self, kept: &Chosen, fixed: &str, rest: &str) -> Option<Ledger> {
-        let mut files = Vec::new();
-        for (path, i) in kept.tree.entries_in_entry_order()? {
-            let uses = &self.files[i].uses;
-            if uses.is_empty() || !uses.iter().all(|(tool, n)| tool_reads_back(tool, *n)) {
-                return None;
-            }
-            files.push((path, uses.iter().map(|(t, n)| (t.as_str(), *n)).collect()));
-        }
-        let mut commands = Vec::with_capacity(kept.commands.len());
-        for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
-            let c = &self.commands[i];
-            let exit = match command_exit(c) {
-                // Read back up to its first `] `, and `?` is no status.
-                CommandExit::Shown(e) if e == "?" || e.contains("] ") || breaks_line(e) => {
-                    return None;
-                }
-                CommandExit::Shown(e) => Some(e.to_owned()),
-                CommandExit::Unknown | CommandExit::None => None,
-            };
-            if breaks_line(&c.line) {
-                return None;
-            }
-            let runs = if shows_runs(c, runs) {
-                (runs as usize).clamp(1, MAX_RUNS)
-            } else {
-                1
-            };
-            commands.push((c.line.clone(), exit, runs));
-        }
-        let errors = kept
-            .errors
-            .iter()
-            .map(|&i| controls_to_spaces(&self.errors[i].line).into_owned())
-            .collect();
-        let mut ledger = Ledger::default();
-        let mut read = Read::default();
-        read.lines(&mut ledger, fixed.lines());
-        read.lines(&mut ledger, rest.lines());
-        Some(recorded(ledger, files, commands, errors))
+        out
     }
 }
 
@@ -476,7 +403,7 @@ pub fn ledger_file_paths(section: &str) -> Vec<String> {
 /// The transcript a marker with a ledger names: in a snip marker's first
 /// line, or on the line of a summary marker just before its ledger (after
 /// the quoted summary, so a request cannot imitate it).
-pub(super) fn marker_transcript(text: &str) -> Option<&str> {
+fn marker_transcript(text: &str) -> Option<&str> {
     let first = text.lines().next()?;
     if let Some((_, rest)) = first
         .strip_prefix('[')
@@ -500,136 +427,81 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
     if let Some(t) = marker_transcript(text) {
         ledger.places.insert(t.to_owned());
     }
-    let mut read = Read::default();
-    read.lines(&mut ledger, section.lines());
-    let files = expand_files(read.file_lines)
-        .into_iter()
-        .map(|(path, uses)| (path, read_uses(uses)))
-        .collect();
-    Some(recorded(ledger, files, read.commands, read.errors))
-}
-
-/// What a ledger section's lines hold besides the person's messages,
-/// todos, places and what is not shown (which go into the ledger as they
-/// are read): recorded after all lines are read.
-#[derive(Default)]
-struct Read<'a> {
-    /// The files section's lines: a tree, read whole.
-    file_lines: Vec<&'a str>,
-    /// Commands as shown (newest first): line, exit status, runs.
-    commands: Vec<(String, Option<String>, usize)>,
-    /// Errors as shown (newest first).
-    errors: Vec<String>,
-}
-
-impl<'a> Read<'a> {
-    fn lines(&mut self, ledger: &mut Ledger, lines: impl Iterator<Item = &'a str>) {
-        let mut heading = "";
-        for line in lines {
-            if line.starts_with("## ") {
-                heading = line;
-                continue;
-            }
-            if heading == FILES {
-                // A tree: read whole below, with its indented lines.
-                self.file_lines.push(line);
-                continue;
-            }
-            if let Some(more) = line.strip_prefix("  ") {
-                if heading == PERSON
-                    && let Some(p) = ledger.person.last_mut()
-                {
-                    if p.rest.is_some() && p.text.is_empty() {
-                        p.text = more.to_owned();
-                    } else {
-                        p.text.push('\n');
-                        p.text.push_str(more);
-                    }
+    let mut heading = "";
+    let mut commands = Vec::new();
+    let mut errors = Vec::new();
+    let mut file_lines = Vec::new();
+    for line in section.lines() {
+        if line.starts_with("## ") {
+            heading = line;
+            continue;
+        }
+        if heading == FILES {
+            // A tree: read whole below, with its indented lines.
+            file_lines.push(line);
+            continue;
+        }
+        if let Some(more) = line.strip_prefix("  ") {
+            if heading == PERSON
+                && let Some(p) = ledger.person.last_mut()
+            {
+                if p.rest.is_some() && p.text.is_empty() {
+                    p.text = more.to_owned();
+                } else {
+                    p.text.push('\n');
+                    p.text.push_str(more);
                 }
-                continue;
             }
-            let Some(entry) = line.strip_prefix("- ") else {
-                continue;
-            };
-            match heading {
-                PERSON => ledger.person.push(match entry.strip_prefix(LONG_PERSON) {
-                    Some(rest) => PersonMessage {
-                        text: String::new(),
-                        rest: Some(rest.trim_end_matches(']').to_owned()),
-                        whole_at: None,
-                    },
-                    None => PersonMessage {
-                        text: entry.to_owned(),
-                        rest: None,
-                        whole_at: None,
-                    },
-                }),
-                TODOS => ledger.todos.push(entry.to_owned()),
-                COMMANDS => {
-                    let (exit, line) = entry
-                        .strip_prefix(EXIT_OPEN)
-                        .and_then(|r| r.split_once("] "))
-                        .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
-                    let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
-                    self.commands
-                        .push((line.to_owned(), exit.map(str::to_owned), runs));
-                }
-                ERRORS => self.errors.push(entry.to_owned()),
-                PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
-                    Some((n, dir)) if n.trim().replace(',', "").parse::<usize>().is_ok() => {
-                        let n: usize = n.trim().replace(',', "").parse().unwrap_or(0);
-                        *ledger.outputs.entry(dir.to_owned()).or_default() += n;
-                    }
-                    _ => {
-                        ledger.places.insert(entry.to_owned());
-                    }
+            continue;
+        }
+        let Some(entry) = line.strip_prefix("- ") else {
+            continue;
+        };
+        match heading {
+            PERSON => ledger.person.push(match entry.strip_prefix(LONG_PERSON) {
+                Some(rest) => PersonMessage {
+                    text: String::new(),
+                    rest: Some(rest.trim_end_matches(']').to_owned()),
+                    whole_at: None,
                 },
-                NOT_SHOWN => ledger.omitted = read_omitted(entry),
-                _ => {}
+                None => PersonMessage {
+                    text: entry.to_owned(),
+                    rest: None,
+                    whole_at: None,
+                },
+            }),
+            TODOS => ledger.todos.push(entry.to_owned()),
+            COMMANDS => {
+                let (exit, line) = entry
+                    .strip_prefix(EXIT_OPEN)
+                    .and_then(|r| r.split_once("] "))
+                    .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
+                let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
+                commands.push((line.to_owned(), exit.map(str::to_owned), runs));
             }
+            ERRORS => errors.push(entry.to_owned()),
+            PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
+                Some((n, dir)) if n.trim().replace(',', "").parse::<usize>().is_ok() => {
+                    let n: usize = n.trim().replace(',', "").parse().unwrap_or(0);
+                    *ledger.outputs.entry(dir.to_owned()).or_default() += n;
+                }
+                _ => {
+                    ledger.places.insert(entry.to_owned());
+                }
+            },
+            NOT_SHOWN => ledger.omitted = read_omitted(entry),
+            _ => {}
         }
     }
-}
-
-/// Whether a file's use by `tool`, `n` times, reads back from its line
-/// as it is: the line is cut at its last ` (`, its uses at `, ` and a use
-/// at its last ` ×`.
-fn tool_reads_back(tool: &str, n: u32) -> bool {
-    !tool.contains(", ")
-        && !tool.contains(" (")
-        && !breaks_line(tool)
-        && (n != 1 || !tool.contains(" ×"))
-}
-
-/// Whether `text` would not stay on one line of a section read back.
-fn breaks_line(text: &str) -> bool {
-    text.contains(['\n', '\r'])
-}
-
-/// A file's uses as its line shows them (`Read ×3, Edit`): tool and times.
-fn read_uses(uses: &str) -> Vec<(&str, u32)> {
-    uses.split(", ")
-        .map(|u| match u.rsplit_once(" ×") {
-            Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
-            None => (u, 1),
-        })
-        .collect()
-}
-
-/// `ledger` with the files, commands and errors read back recorded into
-/// it, as the ledger's own recording would have: the files in the order
-/// shown, then the commands and errors oldest first.
-fn recorded(
-    mut ledger: Ledger,
-    files: Vec<(String, Vec<(&str, u32)>)>,
-    commands: Vec<(String, Option<String>, usize)>,
-    errors: Vec<String>,
-) -> Ledger {
     // Every file is looked up by its path here, not among all the files
     // before it (`touch`'s search): the ledger has no other files yet.
     let mut found: HashMap<String, usize, FixedState> = HashMap::default();
-    for (path, uses) in files {
-        for (tool, n) in uses {
+    for (path, uses) in expand_files(file_lines) {
+        for u in uses.split(", ") {
+            let (tool, n) = match u.rsplit_once(" ×") {
+                Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
+                None => (u, 1),
+            };
             let known = found.get(&path).copied();
             let at = ledger.touch_at(known, &path, tool, n);
             if known.is_none() {
@@ -649,7 +521,7 @@ fn recorded(
     for line in errors.into_iter().rev() {
         ledger.push_error(line);
     }
-    ledger
+    Some(ledger)
 }
 
 fn read_omitted(entry: &str) -> Omitted {

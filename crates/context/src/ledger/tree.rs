@@ -360,44 +360,11 @@ impl PathTree {
         out: &mut String,
         tail: impl Fn(usize, &mut String),
     ) -> bool {
-        let Some(least) = self.least_under() else {
-            return false;
-        };
-        self.render_ordered(out, tail, Some(&least));
-        true
-    }
-
-    /// The entries as [`expand_files`] reads them back from
-    /// [`PathTree::render_in_entry_order`]'s lines: each one's whole path
-    /// and index, in that order. `None` when there are duplicates.
-    pub(super) fn entries_in_entry_order(&self) -> Option<Vec<(String, usize)>> {
-        let least = self.least_under()?;
-        let mut out = Vec::new();
-        let mut folders: Vec<String> = Vec::new();
-        self.walk(Some(&least), |depth, spelled, text, entry| {
-            folders.truncate(depth);
-            let prefix = folders.last().map_or("", String::as_str);
-            let mut path = String::with_capacity(prefix.len() + spelled.len() + text.len());
-            path.push_str(prefix);
-            path.push_str(spelled);
-            path.push_str(text);
-            if path.ends_with('/') {
-                folders.push(path.clone());
-            }
-            if let Some(i) = entry {
-                out.push((path, i));
-            }
-        });
-        Some(out)
-    }
-
-    /// Each node's least entry index under it (its own included); `None`
-    /// when two entries have the same path.
-    fn least_under(&self) -> Option<Vec<usize>> {
         if self.duplicates {
-            return None;
+            return false;
         }
-        // Children after their parents in `order`, so computed from the last.
+        // Each node's least index under it, children after their parents
+        // in `order`, so computed from the last.
         let mut order = vec![0];
         let mut k = 0;
         while k < order.len() {
@@ -411,7 +378,8 @@ impl PathTree {
             let own = node.entry.map(|(i, _)| i);
             least[n] = own.into_iter().chain(below).min().unwrap_or(usize::MAX);
         }
-        Some(least)
+        self.render_ordered(out, tail, Some(&least));
+        true
     }
 
     /// The lines, each node's children in the order they came or, with
@@ -421,29 +389,6 @@ impl PathTree {
         out: &mut String,
         tail: impl Fn(usize, &mut String),
         least: Option<&[usize]>,
-    ) {
-        self.walk(least, |depth, spelled, text, entry| {
-            for _ in 0..depth {
-                out.push_str("  ");
-            }
-            out.push_str("- ");
-            out.push_str(spelled);
-            out.push_str(text);
-            if let Some(i) = entry {
-                tail(i, out);
-            }
-            out.push('\n');
-        });
-    }
-
-    /// Calls `line(depth, spelled, text, entry)` for each line in order:
-    /// its depth, what the nodes above it without a line spell, its text,
-    /// and its entry; each node's children in the order they came or, with
-    /// `least`, by their least index.
-    fn walk(
-        &self,
-        least: Option<&[usize]>,
-        mut line: impl FnMut(usize, &str, &str, Option<usize>),
     ) {
         // What the nodes above a line spell when they have no line of
         // their own: a range of `spelled`, which only grows (one buffer,
@@ -472,12 +417,16 @@ impl PathTree {
                 push_children(&mut stack, n, depth, start..spelled.len());
                 continue;
             }
-            line(
-                depth,
-                &spelled[above],
-                &node.text,
-                node.entry.map(|(i, _)| i),
-            );
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str("- ");
+            out.push_str(&spelled[above]);
+            out.push_str(&node.text);
+            if let Some((i, _)) = node.entry {
+                tail(i, out);
+            }
+            out.push('\n');
             push_children(&mut stack, n, depth + 1, 0..0);
         }
     }
