@@ -26,9 +26,11 @@ const SLOTS: usize = 4;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LedgerMemo {
     slots: Vec<Memo>,
-    /// The facts of the tool calls of messages some memo has recorded and
-    /// another has not yet, by message: a call is parsed once, however
-    /// many memos record it.
+    /// The facts of the tool calls of the messages recorded, by message: a
+    /// call is parsed once, however many memos record it, and however
+    /// often an edit after it (a result replaced by its placeholder) makes
+    /// the memos record the history again. Dropped with the messages an
+    /// edit reaches, as the memos are.
     parsed: BTreeMap<usize, Vec<CallFacts>>,
 }
 
@@ -166,9 +168,6 @@ impl LedgerMemo {
             );
         }
         memo.upto = end;
-        // What every memo has recorded is needed no more.
-        let recorded = self.slots.iter().map(|m| m.upto).min().unwrap_or(end);
-        self.parsed = self.parsed.split_off(&recorded);
         at
     }
 }
