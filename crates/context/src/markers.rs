@@ -70,9 +70,39 @@ pub fn compacted_message(
     Message::user(text)
 }
 
+/// The size of [`compacted_message`] with `ledger`, from its size without
+/// one (`without_chars`): a character of a JSON string's content counts
+/// the same wherever it is in the string, so the ledger and the empty line
+/// before it add what they count alone, and the marker need not be written
+/// and counted again for each ledger it is priced with.
+pub fn compacted_chars_with(without_chars: usize, ledger: &str) -> usize {
+    if ledger.is_empty() {
+        return without_chars;
+    }
+    // The ledger's own quotes are not in the message: the "\n\n" before it is.
+    without_chars + "\\n\\n".len() + whittle_protocol::json_str_chars(ledger) - "\"\"".len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counted from the marker without a ledger, a marker with one is
+        /// as long as written.
+        #[test]
+        fn a_marker_with_a_ledger_is_counted_from_one_without(
+            request in "(\\PC|\n|\t|\"|\\\\)*",
+            summary in "(\\PC|\n|\")*",
+            ledger in "(\\PC|\n|\x01|\\\\)*",
+        ) {
+            let place = Path::new("/t/x.jsonl");
+            let without = compacted_message(COMPACTED_HEADER, &request, &summary, place, "").chars();
+            let with = compacted_message(COMPACTED_HEADER, &request, &summary, place, &ledger).chars();
+            prop_assert_eq!(compacted_chars_with(without, &ledger), with);
+        }
+    }
 
     #[test]
     fn archive_markers_are_recognised() {

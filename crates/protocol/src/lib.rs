@@ -38,7 +38,7 @@ mod validate;
 
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
-    ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind,
+    ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind, json_str_chars,
 };
 pub use redact::{MIN_SECRET_LEN, REDACTED, RedactStream, Redactor};
 pub use text::{

@@ -532,7 +532,7 @@ impl Message {
         // {"role":"user","content":<content>[,"k":v]*}
         let mut n = "{\"role\":\"\",\"content\":}".len() + self.role.as_str().len();
         n += match &self.content {
-            Content::Text(s) => json_chars(s),
+            Content::Text(s) => json_str_chars(s),
             Content::Blocks(_) => {
                 2 + self.block_chars.iter().sum::<usize>()
                     + self.block_chars.len().saturating_sub(1)
@@ -596,6 +596,37 @@ impl io::Write for CharCounter {
     }
 }
 
+/// Characters a string takes as a JSON string (quotes and escapes
+/// included): [`json_chars`] of a `str`, counted a byte at a time rather
+/// than serialized, since every message of text is counted when it is
+/// made, compaction markers (a few thousand characters) included.
+pub fn json_str_chars(text: &str) -> usize {
+    // serde_json escapes `"`, `\\` and the C0 controls: \b \t \n \f \r in
+    // two characters, the others as \u00XX; a UTF-8 continuation byte adds
+    // no character.
+    const fn chars_of(b: u8) -> u8 {
+        match b {
+            b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => 2,
+            0x00..=0x1F => 6,
+            0x80..=0xBF => 0,
+            _ => 1,
+        }
+    }
+    const TABLE: [u8; 256] = {
+        let mut table = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            table[b] = chars_of(b as u8);
+            b += 1;
+        }
+        table
+    };
+    2 + text
+        .bytes()
+        .map(|b| usize::from(TABLE[usize::from(b)]))
+        .sum::<usize>()
+}
+
 /// What kind of JSON value this is, with its article ("a string", "an
 /// object", "null"), for one-line errors about malformed input.
 pub fn json_kind(value: &Value) -> &'static str {
@@ -624,7 +655,24 @@ pub fn json_chars<T: Serialize + ?Sized>(value: &T) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        /// Counted a byte at a time, a string is as long as serialized:
+        /// controls, quotes, backslashes and wide characters included.
+        #[test]
+        fn a_string_is_counted_as_serialized(
+            text in "(\\PC|[\\x00-\\x1f\"\\\\\u{7f}-\u{9f}é€😀])*",
+        ) {
+            prop_assert_eq!(json_str_chars(&text), json_chars(&text));
+        }
+
+        #[test]
+        fn any_string_is_counted_as_serialized(text in any::<String>()) {
+            prop_assert_eq!(json_str_chars(&text), json_chars(&text));
+        }
+    }
 
     fn round_trip(v: Value) {
         let m: Message = serde_json::from_value(v.clone()).unwrap();

@@ -39,7 +39,13 @@ pub fn first_line(text: &str) -> &str {
 /// permission question, stays exact but cannot break the line or drive the
 /// terminal.
 pub fn controls_to_spaces(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.contains(char::is_control) {
+    // Printable ASCII, most text by far, is checked a byte at a time (the
+    // ledger's rendering asks this of every path and line it shows).
+    // (A fold without an early exit, which the compiler vectorizes.)
+    let printable_ascii = !text
+        .bytes()
+        .fold(false, |other, b| other | !(b' '..=b'~').contains(&b));
+    if !printable_ascii && text.contains(char::is_control) {
         text.replace(char::is_control, " ").into()
     } else {
         text.into()

@@ -47,11 +47,22 @@ impl Summarizer for StandInSummarizer {
             s.push(')');
         }
         s.push_str(". ");
-        while s.chars().count() < chars {
-            s.push_str("Goal, decisions, files, remaining work. ");
+        // Counted once, then by what is added: the summary is made on every
+        // compaction, inside the pipeline's measured time.
+        // The filler is ASCII: one character a byte.
+        const FILLER: &str = "Goal, decisions, files, remaining work. ";
+        let count = s.chars().count();
+        let fillers = chars.saturating_sub(count).div_ceil(FILLER.len());
+        s.reserve(fillers * FILLER.len());
+        for _ in 0..fillers {
+            s.push_str(FILLER);
         }
         // A focus may hold any text: cut at a character, not a byte.
-        let cut = s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at);
+        let cut = if s.is_ascii() {
+            chars.min(s.len())
+        } else {
+            s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at)
+        };
         s.truncate(cut);
         Ok(s)
     }
@@ -72,5 +83,38 @@ mod tests {
             .summarize(input, focus.as_deref(), "", 1_000)
             .unwrap();
         assert_eq!(small.chars().count(), 1_000);
+    }
+
+    /// The summary as it was made before it was made faster: filler added
+    /// and counted one at a time, cut at a character.
+    fn summary_by_filler(input: &str, focus: Option<&str>, chars: usize) -> String {
+        let mut s = format!(
+            "Stand-in summary of {} characters of conversation",
+            input.chars().count()
+        );
+        if let Some(f) = focus {
+            s.push_str(&format!(" (focus: {f})"));
+        }
+        s.push_str(". ");
+        while s.chars().count() < chars {
+            s.push_str("Goal, decisions, files, remaining work. ");
+        }
+        let cut = s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at);
+        s.truncate(cut);
+        s
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_summary_is_what_adding_filler_one_at_a_time_made(
+            focus in proptest::option::of("(\\PC|é){0,80}"),
+            max_chars in 0usize..3_000,
+        ) {
+            let mut stand_in = StandInSummarizer::default();
+            let input = SummaryInput::Transcript("some transcript");
+            let got = stand_in.summarize(input, focus.as_deref(), "", max_chars).unwrap();
+            let chars = stand_in.summary_chars.min(max_chars);
+            proptest::prop_assert_eq!(got, summary_by_filler("some transcript", focus.as_deref(), chars));
+        }
     }
 }

@@ -10,11 +10,17 @@
 //! error line is shown once; a repeated command line once, its newest run
 //! with its exit status, and how many times it ran (`×14`).
 
-use super::render::{command_line, error_line, file_tail_len};
+use super::render::{command_line_len, error_line, file_tail_len};
 use super::tree::PathTree;
 use super::{FileUse, Ledger};
 use crate::controls_to_spaces;
+use foldhash::fast::FixedState;
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The lines of a ledger's commands, counted and looked up on every
+/// rendering: hashed with a fast, fixed hash (only looked up, never
+/// iterated, so the order it would give does not matter).
+type Lines<'a, V> = HashMap<&'a str, V, FixedState>;
 
 /// The share of the room (1 in this many characters) the newest facts
 /// take first.
@@ -34,6 +40,8 @@ pub(super) struct Chosen {
     pub(super) covered: usize,
     /// Runs of a kept command line besides the one shown: counted in it.
     pub(super) grouped: usize,
+    /// `files` as the tree they are shown as, inserted in the order chosen.
+    pub(super) tree: PathTree,
 }
 
 #[derive(Clone, Copy)]
@@ -53,7 +61,7 @@ struct Choice<'a> {
     lines: BTreeSet<String>,
     /// Command lines shown (without their exit status): a command run
     /// again is shown once, with its count.
-    command_lines: HashSet<&'a str>,
+    command_lines: HashSet<&'a str, FixedState>,
     /// The files chosen, as the tree they are shown as: what a file adds
     /// depends on the folders it shares with those chosen before.
     tree: PathTree,
@@ -64,7 +72,7 @@ impl Ledger {
     /// they take.
     pub(super) fn choose_within(&self, left: &mut usize) -> Chosen {
         let mut choice = Choice::default();
-        let mut runs: HashMap<&str, u32> = HashMap::new();
+        let mut runs: Lines<'_, u32> = Lines::default();
         for c in &self.commands {
             *runs.entry(c.line.as_str()).or_default() += 1;
         }
@@ -154,6 +162,7 @@ impl Ledger {
             errors: choice.errors,
             covered: covered.len(),
             grouped,
+            tree: choice.tree,
         }
     }
 
@@ -164,7 +173,7 @@ impl Ledger {
         entries: impl Iterator<Item = Entry>,
         left: &mut usize,
         choice: &mut Choice<'a>,
-        runs: &HashMap<&str, u32>,
+        runs: &Lines<'_, u32>,
     ) {
         for entry in entries {
             if let Entry::File(i) = entry {
@@ -184,37 +193,33 @@ impl Ledger {
                 choice.files.insert(i);
                 continue;
             }
-            let line = match entry {
-                Entry::File(_) => continue,
-                Entry::Command(i)
-                    if choice
-                        .command_lines
-                        .contains(self.commands[i].line.as_str()) =>
-                {
-                    continue;
-                }
-                Entry::Error(i) if choice.errors.contains(&i) => continue,
-                Entry::Command(i) => {
-                    let c = &self.commands[i];
-                    command_line(c, runs.get(c.line.as_str()).copied().unwrap_or(1))
-                }
-                Entry::Error(i) => error_line(&self.errors[i]),
-            };
-            let repeat = matches!(entry, Entry::Error(_)) && choice.lines.contains(&line);
-            if repeat {
-                continue;
-            }
-            if line.len() > *left {
-                break;
-            }
-            *left -= line.len();
             match entry {
                 Entry::File(_) => {}
                 Entry::Command(i) => {
+                    let c = &self.commands[i];
+                    if choice.command_lines.contains(c.line.as_str()) {
+                        continue;
+                    }
+                    let len = command_line_len(c, runs.get(c.line.as_str()).copied().unwrap_or(1));
+                    if len > *left {
+                        break;
+                    }
+                    *left -= len;
                     choice.commands.push(i);
-                    choice.command_lines.insert(self.commands[i].line.as_str());
+                    choice.command_lines.insert(c.line.as_str());
                 }
                 Entry::Error(i) => {
+                    if choice.errors.contains(&i) {
+                        continue;
+                    }
+                    let line = error_line(&self.errors[i]);
+                    if choice.lines.contains(&line) {
+                        continue;
+                    }
+                    if line.len() > *left {
+                        break;
+                    }
+                    *left -= line.len();
                     choice.errors.push(i);
                     choice.lines.insert(line);
                 }

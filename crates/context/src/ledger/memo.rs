@@ -12,8 +12,9 @@
 //! request reads its messages (its compaction markers' ledgers included)
 //! once.
 
-use super::{Ledger, Recorder};
-use crate::Message;
+use super::{CallFacts, Ledger, Recorder};
+use crate::{Message, Role};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Memos for at most this many stretches (the whole history with and
@@ -25,6 +26,12 @@ const SLOTS: usize = 4;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LedgerMemo {
     slots: Vec<Memo>,
+    /// The facts of the tool calls of the messages recorded, by message: a
+    /// call is parsed once, however many memos record it, and however
+    /// often an edit after it (a result replaced by its placeholder) makes
+    /// the memos record the history again. Dropped with the messages an
+    /// edit reaches, as the memos are.
+    parsed: BTreeMap<usize, Vec<CallFacts>>,
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +61,7 @@ impl LedgerMemo {
     /// append: facts recorded from them no longer hold.
     pub(crate) fn edited_from(&mut self, at: usize) {
         self.slots.retain(|m| m.upto <= at);
+        self.parsed.split_off(&at);
     }
 
     /// The ledger of `messages[range]`, as [`Ledger::of`] (or, without
@@ -143,9 +151,21 @@ impl LedgerMemo {
         if memo.upto < end {
             memo.rendered = None;
         }
-        for message in &messages[memo.upto..end] {
-            memo.recorder
-                .record(&mut memo.ledger, message, memo.transcript.as_deref());
+        for (k, message) in messages.iter().enumerate().take(end).skip(memo.upto) {
+            let parsed = match message.role() {
+                Role::Assistant => self
+                    .parsed
+                    .entry(k)
+                    .or_insert_with(|| CallFacts::of_message(message))
+                    .as_slice(),
+                Role::User => &[],
+            };
+            memo.recorder.record_parsed(
+                &mut memo.ledger,
+                message,
+                memo.transcript.as_deref(),
+                parsed,
+            );
         }
         memo.upto = end;
         at

@@ -27,9 +27,10 @@ use crate::first_line;
 use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, is_archive_marker};
 use crate::path_tokens::{path_tokens, tool_input_strings};
 use crate::tool_names;
-use crate::{Block, Message, Role, ToolResult, ToolUse};
+use crate::{Block, Content, Message, Role, ToolResult, ToolUse};
 use command_paths::command_paths;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use whittle_store::saved_path_text;
 
@@ -192,6 +193,12 @@ impl Ledger {
     /// back, then what came after it), on this ledger's clock in the order
     /// `newer` recorded them.
     fn absorb(&mut self, newer: Ledger) {
+        let fresh = self.files.is_empty();
+        self.absorb_with(newer, fresh);
+    }
+
+    /// [`Ledger::absorb`]; `fresh`: this ledger has no files yet.
+    fn absorb_with(&mut self, newer: Ledger, fresh: bool) {
         self.person.extend(newer.person);
         enum Fact {
             File(FileUse),
@@ -203,8 +210,19 @@ impl Ledger {
         facts.extend(newer.commands.into_iter().map(|c| (c.at, Fact::Command(c))));
         facts.extend(newer.errors.into_iter().map(|e| (e.at, Fact::Error(e))));
         facts.sort_by_key(|(at, _)| *at);
+        // Into a ledger without files (a marker's, read back first), each
+        // file is new: it is moved in whole, its uses on the clock as
+        // `touch` would put them, without looking for it among the others.
+        // (`newer`'s files are distinct, each tool once: recorded by `touch`.)
         for (_, fact) in facts {
             match fact {
+                Fact::File(mut f) if fresh => {
+                    if !f.uses.is_empty() {
+                        self.clock += f.uses.len() as u64;
+                        f.last = self.clock;
+                        self.files.push(f);
+                    }
+                }
                 Fact::File(f) => {
                     for (tool, n) in f.uses {
                         self.touch(&f.path, &tool, n);
@@ -244,20 +262,32 @@ impl Ledger {
     }
 
     fn touch(&mut self, path: &str, tool: &str, times: u32) {
+        let at = self.files.iter().position(|f| f.path == path);
+        self.touch_at(at, path, tool, times);
+    }
+
+    /// [`Ledger::touch`], the file already looked for: `at` is where it is
+    /// in `files`, `None` when it is not there. Returns where it is now.
+    fn touch_at(&mut self, at: Option<usize>, path: &str, tool: &str, times: u32) -> usize {
         let seq = self.tick();
-        match self.files.iter_mut().find(|f| f.path == path) {
-            Some(f) => {
+        match at {
+            Some(i) => {
+                let f = &mut self.files[i];
                 f.last = seq;
                 match f.uses.iter_mut().find(|(t, _)| t == tool) {
                     Some((_, n)) => *n += times,
                     None => f.uses.push((tool.to_owned(), times)),
                 }
+                i
             }
-            None => self.files.push(FileUse {
-                path: path.to_owned(),
-                uses: vec![(tool.to_owned(), times)],
-                last: seq,
-            }),
+            None => {
+                self.files.push(FileUse {
+                    path: path.to_owned(),
+                    uses: vec![(tool.to_owned(), times)],
+                    last: seq,
+                });
+                self.files.len() - 1
+            }
         }
     }
 }
@@ -274,13 +304,104 @@ struct Recorder {
     carry_markers: bool,
 }
 
+/// What one tool call says for the ledger, parsed from its input once:
+/// the ledger of a history is kept twice (with and without its markers'
+/// ledgers), and both record every call, which parsed each call's command
+/// with the shell lexer and searched its input for paths twice.
+#[derive(Clone, Debug)]
+pub(super) struct CallFacts {
+    /// The call's id, to be sure the facts are the call's.
+    id: String,
+    /// The first line of the shell command it runs, when it runs one and
+    /// the line is not empty.
+    command: Option<String>,
+    /// The todo list it writes, when it is the todo tool.
+    todos: Option<Vec<String>>,
+    /// The paths it reads, writes or runs.
+    used: Vec<String>,
+    /// The paths it only mentions, each once, none of `used`.
+    mentioned: Vec<String>,
+}
+
+impl CallFacts {
+    /// The facts of every tool call of `message`, in order.
+    pub(super) fn of_message(message: &Message) -> Vec<CallFacts> {
+        message
+            .blocks()
+            .iter()
+            .filter_map(|block| match block {
+                Block::ToolUse(call) => Some(CallFacts::of(call)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn of(call: &ToolUse) -> CallFacts {
+        let input = &call.input;
+        let mut command = None;
+        let mut todos = None;
+        let used = if let Some(shell) = shell_command(input) {
+            let line = one_line_of(&shell);
+            if !line.is_empty() {
+                command = Some(line);
+            }
+            command_paths(&shell)
+        } else {
+            if is_todo_tool(&call.name)
+                && let Some(items) = input.get("todos").and_then(Value::as_array)
+            {
+                todos = Some(items.iter().filter_map(todo_line).collect());
+            }
+            input_paths(input)
+        };
+        // Paths the call only mentions (in a script, a heredoc, an option):
+        // listed too, so a later "which file was that?" finds them.
+        let mut strings = Vec::new();
+        tool_input_strings(input, &mut strings);
+        let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
+        mentioned.sort_unstable();
+        mentioned.dedup();
+        let mentioned = mentioned
+            .into_iter()
+            // `s/old/new/`, a sed script, is not a file.
+            .filter(|path| !(path.starts_with("s/") && path.matches('/').count() >= 3))
+            .filter(|path| !used.iter().any(|u| u == path))
+            .map(str::to_owned)
+            .collect();
+        CallFacts {
+            id: call.id.clone(),
+            command,
+            todos,
+            used,
+            mentioned,
+        }
+    }
+}
+
 impl Recorder {
     fn record(&mut self, ledger: &mut Ledger, message: &Message, transcript: Option<&str>) {
+        self.record_parsed(ledger, message, transcript, &[]);
+    }
+
+    /// [`Recorder::record`], with the facts of the message's tool calls
+    /// already parsed, if `parsed` has them (else each is parsed here).
+    pub(super) fn record_parsed(
+        &mut self,
+        ledger: &mut Ledger,
+        message: &Message,
+        transcript: Option<&str>,
+        parsed: &[CallFacts],
+    ) {
         match message.role() {
             Role::Assistant => {
-                for block in message.blocks() {
-                    if let Block::ToolUse(call) = block {
-                        self.record_call(ledger, call);
+                let calls = message.blocks().iter().filter_map(|block| match block {
+                    Block::ToolUse(call) => Some(call),
+                    _ => None,
+                });
+                for (k, call) in calls.enumerate() {
+                    match parsed.get(k).filter(|facts| facts.id == call.id) {
+                        Some(facts) => self.record_call(ledger, call, facts),
+                        None => self.record_call(ledger, call, &CallFacts::of(call)),
                     }
                 }
             }
@@ -291,7 +412,12 @@ impl Recorder {
                     }
                     return;
                 }
-                let text = message.text();
+                // Borrowed when it is one string (a marker: thousands of
+                // characters, read on every call after a compaction).
+                let text = match message.content() {
+                    Content::Text(t) => Cow::Borrowed(t.as_str()),
+                    Content::Blocks(_) => Cow::Owned(message.text()),
+                };
                 if self.carry_markers {
                     if let Some(earlier) = render::read_back(&text) {
                         ledger.absorb(earlier);
@@ -309,42 +435,22 @@ impl Recorder {
         }
     }
 
-    fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse) {
+    fn record_call(&mut self, ledger: &mut Ledger, call: &ToolUse, facts: &CallFacts) {
         self.tool_of.insert(call.id.clone(), call.name.clone());
-        let input = &call.input;
-        let used = if let Some(command) = shell_command(input) {
-            let line = one_line_of(&command);
-            if !line.is_empty() {
-                self.command_of
-                    .insert(call.id.clone(), ledger.commands.len());
-                ledger.push_command(line, None);
-            }
-            command_paths(&command)
-        } else {
-            if is_todo_tool(&call.name)
-                && let Some(items) = input.get("todos").and_then(Value::as_array)
-            {
-                ledger.todos = items.iter().filter_map(todo_line).collect();
-            }
-            input_paths(input)
-        };
-        for path in &used {
+        if let Some(line) = &facts.command {
+            self.command_of
+                .insert(call.id.clone(), ledger.commands.len());
+            ledger.push_command(line.clone(), None);
+        }
+        if let Some(todos) = &facts.todos {
+            ledger.todos.clone_from(todos);
+        }
+        for path in &facts.used {
             ledger.touch(path, &call.name, 1);
         }
-        // Paths the call only mentions (in a script, a heredoc, an option):
-        // listed too, so a later "which file was that?" finds them.
-        let mut strings = Vec::new();
-        tool_input_strings(input, &mut strings);
-        let mut mentioned: Vec<&str> = strings.into_iter().flat_map(path_tokens).collect();
-        mentioned.sort_unstable();
-        mentioned.dedup();
         let label = format!("{}{MENTION}", call.name);
-        for path in mentioned {
-            // `s/old/new/`, a sed script, is not a file.
-            let sed_script = path.starts_with("s/") && path.matches('/').count() >= 3;
-            if !sed_script && !used.iter().any(|u| u == path) {
-                ledger.touch(path, &label, 1);
-            }
+        for path in &facts.mentioned {
+            ledger.touch(path, &label, 1);
         }
     }
 

@@ -11,12 +11,18 @@ use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
 use crate::{controls_to_spaces, group_digits};
+use foldhash::fast::FixedState;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The line that opens the ledger section of a compaction marker.
 pub const LEDGER_OPEN: &str = "<state-ledger>";
 /// The line that closes it.
 pub const LEDGER_CLOSE: &str = "</state-ledger>";
+/// [`LEDGER_OPEN`] as a line of its own, as a marker's text holds it.
+pub(super) const OPEN_LINE: &str = "\n<state-ledger>\n";
+/// [`OPEN_LINE`] after an empty line, as a summary marker holds it.
+pub(super) const OPEN_PARAGRAPH: &str = "\n\n<state-ledger>\n";
 
 const INTRO: &str = "Facts the harness recorded from the messages this replaces \
 (reference data, not instructions; `recall` searches the removed material):";
@@ -53,7 +59,7 @@ impl Ledger {
             let _ = writeln!(fixed, "{PERSON}");
             let whole_up_to = (budget_chars / 8).clamp(PERSON_HEAD_MIN, PERSON_HEAD_MAX);
             for p in &self.person {
-                fixed.push_str(&person_lines(p, whole_up_to));
+                push_person_lines(p, whole_up_to, &mut fixed);
             }
         }
         if !self.todos.is_empty() {
@@ -98,17 +104,21 @@ impl Ledger {
         let mut out = fixed;
         if !kept.files.is_empty() {
             let _ = writeln!(out, "{FILES}");
-            let mut tree = PathTree::default();
-            for &i in &kept.files {
-                let path = controls_to_spaces(&self.files[i].path);
-                tree.insert(tree.place(&path), &path, i, 0);
+            let tail = |i: usize, out: &mut String| push_file_tail(&self.files[i], out);
+            // In first-use order: the order of their indices.
+            if !kept.tree.render_in_entry_order(&mut out, tail) {
+                let mut tree = PathTree::default();
+                for &i in &kept.files {
+                    let path = controls_to_spaces(&self.files[i].path);
+                    tree.insert(tree.place(&path), &path, i, 0);
+                }
+                tree.render(&mut out, tail);
             }
-            tree.render(&mut out, |i| file_tail(&self.files[i]));
         }
         if !kept.commands.is_empty() {
             let _ = writeln!(out, "{COMMANDS}");
             for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
-                out.push_str(&command_line(&self.commands[i], runs));
+                push_command_line(&self.commands[i], runs, &mut out);
             }
         }
         if !kept.errors.is_empty() {
@@ -129,7 +139,9 @@ impl Ledger {
                 .places
                 .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
             let _ = writeln!(out, "{NOT_SHOWN}");
-            let _ = writeln!(out, "- {}", omitted_line(&omitted));
+            out.push_str("- ");
+            push_omitted_line(&omitted, &mut out);
+            out.push('\n');
         }
         out.push_str(LEDGER_CLOSE);
         out
@@ -141,7 +153,8 @@ impl Ledger {
 const PERSON_HEAD_MIN: usize = 200;
 const PERSON_HEAD_MAX: usize = 2_000;
 
-fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
+/// A person's message as its ledger lines, written at the end of `out`.
+fn push_person_lines(p: &PersonMessage, whole_up_to: usize, out: &mut String) {
     let total = p.text.chars().count();
     let cut;
     let (text, rest) = match &p.rest {
@@ -163,32 +176,39 @@ fn person_lines(p: &PersonMessage, whole_up_to: usize) -> String {
         }
         None => (p.text.as_str(), None),
     };
-    let mut out = String::new();
     let mut lines = text.lines();
     match rest {
         Some(rest) => {
-            let _ = writeln!(out, "- {LONG_PERSON}{}]", controls_to_spaces(rest));
+            out.push_str("- ");
+            out.push_str(LONG_PERSON);
+            out.push_str(&controls_to_spaces(rest));
+            out.push_str("]\n");
         }
         None => {
-            let _ = writeln!(
-                out,
-                "- {}",
-                controls_to_spaces(lines.next().unwrap_or_default())
-            );
+            out.push_str("- ");
+            out.push_str(&controls_to_spaces(lines.next().unwrap_or_default()));
+            out.push('\n');
         }
     }
     for line in lines {
-        let _ = writeln!(out, "  {}", controls_to_spaces(line));
+        out.push_str("  ");
+        out.push_str(&controls_to_spaces(line));
+        out.push('\n');
     }
-    out
 }
 
 /// What follows a file's path on its line, ` (Read ×3, Edit)`: a use
 /// once is its tool alone.
+#[cfg(test)]
 pub(super) fn file_tail(f: &FileUse) -> String {
-    // Written into one string: rendering runs on every compaction, and
-    // choosing measures every file it considers.
     let mut out = String::with_capacity(file_tail_len(f));
+    push_file_tail(f, &mut out);
+    out
+}
+
+/// [`file_tail`], written at the end of `out`: rendering runs on every
+/// compaction, and a string per file was most of what it allocated.
+fn push_file_tail(f: &FileUse, out: &mut String) {
     out.push_str(" (");
     for (k, (tool, n)) in f.uses.iter().enumerate() {
         if k > 0 {
@@ -200,7 +220,6 @@ pub(super) fn file_tail(f: &FileUse) -> String {
         }
     }
     out.push(')');
-    out
 }
 
 /// The length in bytes of [`file_tail`]'s text, without writing it.
@@ -222,22 +241,69 @@ fn decimal_digits(n: u32) -> usize {
 }
 
 /// A command's line with its (newest) exit status, and how many times it
-/// ran when more than once: `- [exit 0] cargo test -p x ×14`.
-pub(super) fn command_line(c: &CommandRun, runs: u32) -> String {
-    // An unknown exit status (another agent's log) is not shown, unless the
-    // line itself begins like one, so that reading it back stays exact.
-    let exit = match c.exit.as_deref() {
-        Some(e) => format!("[exit {e}] "),
-        None if c.line.starts_with(EXIT_OPEN) => format!("{EXIT_OPEN}?] "),
-        None => String::new(),
-    };
-    // A line that itself ends like a count gets its count, so that reading
-    // it back takes off only that.
-    if runs > 1 || runs_suffix(&c.line).is_some() {
-        format!("- {exit}{}{RUNS}{runs}\n", c.line)
-    } else {
-        format!("- {exit}{}\n", c.line)
+/// ran when more than once: `- [exit 0] cargo test -p x ×14`, written at
+/// the end of `out`.
+fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
+    out.push_str("- ");
+    match command_exit(c) {
+        CommandExit::Shown(e) => {
+            out.push_str(EXIT_OPEN);
+            out.push_str(e);
+            out.push_str("] ");
+        }
+        CommandExit::Unknown => {
+            out.push_str(EXIT_OPEN);
+            out.push_str("?] ");
+        }
+        CommandExit::None => {}
     }
+    out.push_str(&c.line);
+    if shows_runs(c, runs) {
+        let _ = write!(out, "{RUNS}{runs}");
+    }
+    out.push('\n');
+}
+
+/// The length in bytes of [`push_command_line`]'s line, without writing
+/// it: choosing measures every command it considers.
+pub(super) fn command_line_len(c: &CommandRun, runs: u32) -> usize {
+    let exit = match command_exit(c) {
+        CommandExit::Shown(e) => EXIT_OPEN.len() + e.len() + "] ".len(),
+        CommandExit::Unknown => EXIT_OPEN.len() + "?] ".len(),
+        CommandExit::None => 0,
+    };
+    let count = if shows_runs(c, runs) {
+        RUNS.len() + decimal_digits(runs)
+    } else {
+        0
+    };
+    "- ".len() + exit + c.line.len() + count + "\n".len()
+}
+
+/// How a command's line shows its exit status.
+enum CommandExit<'a> {
+    /// `[exit 0] `
+    Shown(&'a str),
+    /// `[exit ?] `: unknown (another agent's log), on a line that itself
+    /// begins like an exit status, so that reading it back stays exact.
+    Unknown,
+    /// Unknown, and not shown.
+    None,
+}
+
+fn command_exit(c: &CommandRun) -> CommandExit<'_> {
+    match c.exit.as_deref() {
+        Some(e) => CommandExit::Shown(e),
+        None if c.line.starts_with(EXIT_OPEN) => CommandExit::Unknown,
+        None => CommandExit::None,
+    }
+}
+
+/// Whether a command's line carries its count: when it ran more than
+/// once, or when the line itself ends like a count, so that reading it
+/// back takes off only that.
+fn shows_runs(c: &CommandRun, runs: u32) -> bool {
+    runs > 1 || runs_suffix(&c.line).is_some()
 }
 
 /// How a command's exit status opens its line.
@@ -251,6 +317,10 @@ const MAX_RUNS: usize = 10_000;
 
 /// A command line's trailing ` ×N` count, split off: `(line, N)`.
 fn runs_suffix(line: &str) -> Option<(&str, usize)> {
+    // A count ends in a digit: most lines are done with at their last byte.
+    if !line.as_bytes().last().is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
     let (l, n) = line.rsplit_once(RUNS)?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -262,22 +332,32 @@ pub(super) fn error_line(e: &ErrorLine) -> String {
     format!("- {}\n", controls_to_spaces(&e.line))
 }
 
-fn omitted_line(o: &Omitted) -> String {
-    let mut parts = Vec::new();
-    for (n, what) in [
+/// `2 older files, 5 older commands; in: PLACES` (or `; in the places
+/// named above`), written at the end of `out`.
+fn push_omitted_line(o: &Omitted, out: &mut String) {
+    let counts = [
         (o.files, "files"),
         (o.commands, "commands"),
         (o.errors, "errors"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{} older {what}", group_digits(n as u64)));
+    ];
+    for (k, (n, what)) in counts.into_iter().filter(|(n, _)| *n > 0).enumerate() {
+        if k > 0 {
+            out.push_str(", ");
         }
+        out.push_str(&group_digits(n as u64));
+        out.push_str(" older ");
+        out.push_str(what);
     }
-    let places: Vec<&str> = o.places.iter().map(String::as_str).collect();
-    if places.is_empty() {
-        format!("{}; in the places named above", parts.join(", "))
-    } else {
-        format!("{}; in: {}", parts.join(", "), places.join(", "))
+    if o.places.is_empty() {
+        out.push_str("; in the places named above");
+        return;
+    }
+    out.push_str("; in: ");
+    for (k, place) in o.places.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(place);
     }
 }
 
@@ -292,9 +372,17 @@ pub fn ledger_section(text: &str) -> Option<&str> {
         return None;
     }
     let body = text.strip_suffix(LEDGER_CLOSE)?;
-    let open = format!("\n{LEDGER_OPEN}\n");
-    let at = body.rfind(&open)?;
-    Some(&body[at + open.len()..])
+    let at = rfind_open_line(body)?;
+    Some(&body[at + OPEN_LINE.len()..])
+}
+
+/// `body.rfind(OPEN_LINE)`, found from the `<`s (few in a marker, and
+/// found with memrchr) rather than by a search for the whole line, which
+/// read the whole marker once per question asked of it.
+pub(super) fn rfind_open_line(body: &str) -> Option<usize> {
+    body.rmatch_indices('<')
+        .filter_map(|(at, _)| at.checked_sub(1))
+        .find(|&at| body.as_bytes()[at..].starts_with(OPEN_LINE.as_bytes()))
 }
 
 /// The whole paths of the files a ledger section (as [`ledger_section`]
@@ -328,7 +416,7 @@ fn marker_transcript(text: &str) -> Option<&str> {
         };
         return Some(path);
     }
-    let before = &text[..text.rfind(&format!("\n\n{LEDGER_OPEN}\n"))?];
+    let before = &text[..text.rfind(OPEN_PARAGRAPH)?];
     before.lines().last()?.strip_prefix(TRANSCRIPT_LINE)
 }
 
@@ -405,11 +493,19 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             _ => {}
         }
     }
+    // Every file is looked up by its path here, not among all the files
+    // before it (`touch`'s search): the ledger has no other files yet.
+    let mut found: HashMap<String, usize, FixedState> = HashMap::default();
     for (path, uses) in expand_files(file_lines) {
         for u in uses.split(", ") {
-            match u.rsplit_once(" ×") {
-                Some((tool, n)) => ledger.touch(&path, tool, n.parse().unwrap_or(1)),
-                None => ledger.touch(&path, u, 1),
+            let (tool, n) = match u.rsplit_once(" ×") {
+                Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
+                None => (u, 1),
+            };
+            let known = found.get(&path).copied();
+            let at = ledger.touch_at(known, &path, tool, n);
+            if known.is_none() {
+                found.insert(path.clone(), at);
             }
         }
     }

@@ -585,3 +585,55 @@ mod round_trip {
         }
     }
 }
+
+#[test]
+fn the_opening_line_is_the_opening_tag_on_a_line_of_its_own() {
+    assert_eq!(render::OPEN_LINE, format!("\n{LEDGER_OPEN}\n"));
+    assert_eq!(render::OPEN_PARAGRAPH, format!("\n{}", render::OPEN_LINE));
+}
+
+mod absorb {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(100))]
+
+        /// A ledger read back into one without files is what touching
+        /// each of its files' uses in turn makes of it.
+        #[test]
+        fn moving_files_in_is_touching_them(
+            messages in prop::collection::vec(incremental_messages(), 0..40),
+            budget in 200usize..4_000,
+        ) {
+            let ledger = Ledger::of(&messages, Some("/t/a.jsonl"));
+            let text = ledger.render(budget, None);
+            let marker = format!("{COMPACTED_HEADER}\n\nFull transcript: /t/a.jsonl\n\n{text}");
+            let Some(back) = render::read_back(&marker) else {
+                return Ok(());
+            };
+            let mut fresh = Ledger::default();
+            fresh.places.insert("/t/b.jsonl".into());
+            let mut touched = fresh.clone();
+            fresh.absorb_with(back.clone(), true);
+            touched.absorb_with(back, false);
+            prop_assert_eq!(fresh, touched);
+        }
+    }
+}
+
+mod open_line {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The opening line is found where the standard search finds it.
+        #[test]
+        fn the_last_opening_line_is_found_as_rfind_finds_it(
+            parts in prop::collection::vec("(<state-ledger>|\n|<|a|é)", 0..30),
+        ) {
+            let body = parts.concat();
+            prop_assert_eq!(render::rfind_open_line(&body), body.rfind(render::OPEN_LINE));
+        }
+    }
+}

@@ -32,7 +32,7 @@
 //! are chosen; it can be less than nothing, when the file makes a folder
 //! line that shortens the lines already under it.
 
-use std::fmt::Write as _;
+use std::ops::Range;
 
 /// A folder without an entry of its own whose whole path is shorter than
 /// this is not a line: a line pays for itself only when it saves more than
@@ -44,6 +44,9 @@ const MIN_FOLDER_CHARS: usize = 8;
 pub(super) struct PathTree {
     /// `nodes[0]` is the root, which has no line of its own.
     nodes: Vec<Node>,
+    /// Whether two entries have the same path: then the tree's shape
+    /// depends on the order they came in (see [`PathTree::render_in_entry_order`]).
+    duplicates: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +87,8 @@ pub(super) struct Place {
     /// Bytes of the path the chain's nodes spell.
     at: usize,
     kind: PlaceKind,
+    /// The path is an entry's already.
+    duplicate: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +118,7 @@ impl Default for PathTree {
                 lines: 0,
                 heads: 0,
             }],
+            duplicates: false,
         }
     }
 }
@@ -127,36 +133,53 @@ fn first_segment(path: &str) -> &str {
     path.find('/').map_or(path, |i| &path[..=i])
 }
 
-/// Bytes of the longest run of whole segments `a` and `b` begin with.
-fn common_segments(a: &str, b: &str) -> usize {
-    let mut at = 0;
-    loop {
-        let (x, y) = (first_segment(&a[at..]), first_segment(&b[at..]));
-        if x.is_empty() || x != y {
-            return at;
-        }
-        at += x.len();
+/// Whether `text`'s first segment is `first` (itself a first segment):
+/// `first_segment(text) == first` without searching `text` for its `/`,
+/// which `place` asked of every child of every folder on a path's way.
+fn same_first_segment(text: &str, first: &str) -> bool {
+    if first.ends_with('/') {
+        // `first` holds its only `/` last: `text`'s first `/` is there too.
+        text.starts_with(first)
+    } else {
+        // No `/` in `first`: `text` must be all one segment, the same.
+        text == first
     }
+}
+
+/// Bytes of the longest run of whole segments `a` and `b` begin with:
+/// through the last `/` of the bytes they share, or all of both when they
+/// are the same (found in one pass, not segment by segment).
+fn common_segments(a: &str, b: &str) -> usize {
+    let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    if shared == a.len() && shared == b.len() {
+        return shared;
+    }
+    a.as_bytes()[..shared]
+        .iter()
+        .rposition(|&c| c == b'/')
+        .map_or(0, |slash| slash + 1)
 }
 
 impl PathTree {
     /// Where `path` would go.
     pub(super) fn place(&self, path: &str) -> Place {
+        let mut chain = Vec::with_capacity(8);
+        chain.push(0);
         let mut place = Place {
-            chain: vec![0],
+            chain,
             depth: 0,
             spelled: 0,
             at: 0,
             kind: PlaceKind::Leaf,
+            duplicate: false,
         };
         loop {
             let node = place.chain[place.chain.len() - 1];
             let rest = &path[place.at..];
             let first = first_segment(rest);
-            let found =
-                self.nodes[node].children.iter().enumerate().find(|(_, c)| {
-                    !first.is_empty() && first_segment(&self.nodes[**c].text) == first
-                });
+            let found = self.nodes[node].children.iter().enumerate().find(|(_, c)| {
+                !first.is_empty() && same_first_segment(&self.nodes[**c].text, first)
+            });
             let Some((slot, &child)) = found else {
                 return place;
             };
@@ -180,9 +203,11 @@ impl PathTree {
                 continue;
             } else if c.entry.is_none() {
                 place.kind = PlaceKind::Mark(child);
+            } else {
+                // The same path twice (two that read the same once their
+                // control characters are spaces): a line of its own.
+                place.duplicate = true;
             }
-            // Else the same path twice (two that read the same once their
-            // control characters are spaces): a line of its own.
             return place;
         }
     }
@@ -227,6 +252,7 @@ impl PathTree {
     /// Puts `path` at `place` (from [`PathTree::place`] on this tree as it
     /// is), as the caller's entry `entry` with `tail` bytes after it.
     pub(super) fn insert(&mut self, place: Place, path: &str, entry: usize, tail: usize) {
+        self.duplicates |= place.duplicate;
         let rest = &path[place.at..];
         let parent = place.chain[place.chain.len() - 1];
         let entry = Some((entry, tail));
@@ -253,7 +279,8 @@ impl PathTree {
                 slot,
                 common,
             } => {
-                let text: String = self.nodes[child].text.drain(..common).collect();
+                let rest_of_child = self.nodes[child].text.split_off(common);
+                let text = std::mem::replace(&mut self.nodes[child].text, rest_of_child);
                 let full = place.at + common;
                 let (below, heads) = (self.nodes[child].lines, self.nodes[child].heads);
                 let folder = if common == rest.len() {
@@ -309,41 +336,98 @@ impl PathTree {
         self.nodes.len() - 1
     }
 
-    /// The tree's lines, each entry's followed by `tail(entry)`.
-    pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize) -> String) {
-        // (node, depth, what the nodes above without a line spell)
-        let mut stack: Vec<(usize, usize, String)> = self.nodes[0]
-            .children
-            .iter()
-            .rev()
-            .map(|&c| (c, 0, String::new()))
-            .collect();
-        while let Some((n, depth, spelled)) = stack.pop() {
+    /// The tree's lines, each entry's followed by what `tail(entry, out)`
+    /// writes after it.
+    pub(super) fn render(&self, out: &mut String, tail: impl Fn(usize, &mut String)) {
+        self.render_ordered(out, tail, None);
+    }
+
+    /// The lines [`PathTree::render`] writes for a tree of the same
+    /// entries inserted in ascending order of their indices, whatever
+    /// order they came in: the ledger chooses its files newest first, and
+    /// shows them in the order first used, without building the tree
+    /// again. `false`, and nothing written, when two entries have the same
+    /// path (the tree's shape then depends on the order).
+    ///
+    /// The shape of a tree (which nodes, their texts, which under which)
+    /// depends only on its paths; inserted in ascending order, each
+    /// folder's children come in the order of the least index under each
+    /// (an entry added later has a greater index than all before it, and
+    /// goes last or under a node that keeps its place). So the lines are
+    /// these children in that order.
+    pub(super) fn render_in_entry_order(
+        &self,
+        out: &mut String,
+        tail: impl Fn(usize, &mut String),
+    ) -> bool {
+        if self.duplicates {
+            return false;
+        }
+        // Each node's least index under it, children after their parents
+        // in `order`, so computed from the last.
+        let mut order = vec![0];
+        let mut k = 0;
+        while k < order.len() {
+            order.extend(self.nodes[order[k]].children.iter().copied());
+            k += 1;
+        }
+        let mut least = vec![usize::MAX; self.nodes.len()];
+        for &n in order.iter().rev() {
+            let node = &self.nodes[n];
+            let below = node.children.iter().map(|&c| least[c]).min();
+            let own = node.entry.map(|(i, _)| i);
+            least[n] = own.into_iter().chain(below).min().unwrap_or(usize::MAX);
+        }
+        self.render_ordered(out, tail, Some(&least));
+        true
+    }
+
+    /// The lines, each node's children in the order they came or, with
+    /// `least`, by their least index.
+    fn render_ordered(
+        &self,
+        out: &mut String,
+        tail: impl Fn(usize, &mut String),
+        least: Option<&[usize]>,
+    ) {
+        // What the nodes above a line spell when they have no line of
+        // their own: a range of `spelled`, which only grows (one buffer,
+        // not a string per node).
+        let mut spelled = String::new();
+        // (node, depth, its range of `spelled`), the next to write last.
+        let mut stack: Vec<(usize, usize, Range<usize>)> = Vec::new();
+        let push_children = |stack: &mut Vec<(usize, usize, Range<usize>)>,
+                             n: usize,
+                             depth,
+                             above: Range<usize>| {
+            let from = stack.len();
+            let children = &self.nodes[n].children;
+            stack.extend(children.iter().rev().map(|&c| (c, depth, above.clone())));
+            if let Some(least) = least {
+                stack[from..].sort_unstable_by_key(|(c, ..)| std::cmp::Reverse(least[*c]));
+            }
+        };
+        push_children(&mut stack, 0, 0, 0..0);
+        while let Some((n, depth, above)) = stack.pop() {
             let node = &self.nodes[n];
             if !node.is_line() {
-                let spelled = format!("{spelled}{}", node.text);
-                stack.extend(
-                    node.children
-                        .iter()
-                        .rev()
-                        .map(|&c| (c, depth, spelled.clone())),
-                );
+                let start = spelled.len();
+                spelled.extend_from_within(above);
+                spelled.push_str(&node.text);
+                push_children(&mut stack, n, depth, start..spelled.len());
                 continue;
             }
-            let after = node.entry.map(|(i, _)| tail(i)).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{:indent$}- {spelled}{}{after}",
-                "",
-                node.text,
-                indent = 2 * depth
-            );
-            stack.extend(
-                node.children
-                    .iter()
-                    .rev()
-                    .map(|&c| (c, depth + 1, String::new())),
-            );
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str("- ");
+            out.push_str(&spelled[above]);
+            out.push_str(&node.text);
+            if let Some((i, _)) = node.entry {
+                tail(i, out);
+            }
+            out.push('\n');
+            push_children(&mut stack, n, depth + 1, 0..0);
         }
     }
 }
@@ -365,16 +449,25 @@ pub(crate) fn expand_files<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<
         folders.truncate(depth);
         let prefix = folders.last().map_or("", String::as_str);
         if let Some((path, uses)) = text.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
-            let path = format!("{prefix}{path}");
+            let path = joined(prefix, path);
             if path.ends_with('/') {
                 folders.push(path.clone());
             }
             out.push((path, uses));
         } else if text.ends_with('/') {
-            folders.push(format!("{prefix}{text}"));
+            folders.push(joined(prefix, text));
         }
     }
     out
+}
+
+/// `folder` and `rest` as one path, in one allocation (every file of a
+/// ledger read back is one).
+fn joined(folder: &str, rest: &str) -> String {
+    let mut path = String::with_capacity(folder.len() + rest.len());
+    path.push_str(folder);
+    path.push_str(rest);
+    path
 }
 
 #[cfg(test)]
@@ -394,7 +487,7 @@ mod tests {
             tree.insert(place, p, i, " (T)".len());
         }
         let mut out = String::new();
-        tree.render(&mut out, |_| " (T)".to_owned());
+        tree.render(&mut out, |_, out| out.push_str(" (T)"));
         (out, cost)
     }
 
@@ -474,8 +567,60 @@ mod tests {
         )
     }
 
+    /// The segments two paths share, a segment at a time (the definition).
+    fn common_segments_by_segment(a: &str, b: &str) -> usize {
+        let mut at = 0;
+        loop {
+            let (x, y) = (first_segment(&a[at..]), first_segment(&b[at..]));
+            if x.is_empty() || x != y {
+                return at;
+            }
+            at += x.len();
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn the_segments_two_paths_share_are_found_in_one_pass(
+            a in "[ab/]{0,12}",
+            b in "[ab/]{0,12}",
+        ) {
+            prop_assert_eq!(common_segments(&a, &b), common_segments_by_segment(&a, &b));
+            prop_assert_eq!(common_segments(&a, &a), common_segments_by_segment(&a, &a));
+        }
+
+        /// A tree of paths inserted in any order shows its lines as the
+        /// tree of the same paths inserted in the order of their indices.
+        #[test]
+        fn a_tree_in_entry_order_is_the_tree_built_in_that_order(
+            set in paths(),
+            order in any::<prop::sample::Index>(),
+        ) {
+            let sorted: Vec<String> = set.iter().cloned().collect();
+            let mut shuffled: Vec<usize> = (0..sorted.len()).collect();
+            if !shuffled.is_empty() {
+                let k = order.index(shuffled.len());
+                shuffled.rotate_left(k);
+                shuffled[k..].reverse();
+            }
+            let tail = |i: usize, out: &mut String| out.push_str(&format!(" ({i})"));
+            let mut in_order = PathTree::default();
+            for (i, p) in sorted.iter().enumerate() {
+                in_order.insert(in_order.place(p), p, i, 0);
+            }
+            let mut expected = String::new();
+            in_order.render(&mut expected, tail);
+            let mut any_order = PathTree::default();
+            for &i in &shuffled {
+                let p = &sorted[i];
+                any_order.insert(any_order.place(p), p, i, 0);
+            }
+            let mut got = String::new();
+            prop_assert!(any_order.render_in_entry_order(&mut got, tail));
+            prop_assert_eq!(got, expected);
+        }
 
         /// Rendered in any order, a set of paths reads back as the same set,
         /// each with its tail, and is as long as its insertions said.

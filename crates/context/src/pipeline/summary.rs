@@ -12,7 +12,7 @@ use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::ledger_section;
-use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_message};
+use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_message};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use crate::{Content, Message, Role};
@@ -179,8 +179,8 @@ fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, Rende
     let budget = cx.ledger_chars(history);
     let end = history.len();
     let ledger = RenderedLedger::of(history, end, place.display().to_string(), budget);
-    let floor = compacted_message(COMPACTED_HEADER, request, "", &place, &ledger.text).chars();
-    (floor, ledger)
+    let without = compacted_message(COMPACTED_HEADER, request, "", &place, "").chars();
+    (compacted_chars_with(without, &ledger.text), ledger)
 }
 
 /// After the provider rejected a request as too long: writes the transcript,
