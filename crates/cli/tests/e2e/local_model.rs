@@ -10,8 +10,17 @@ fn whittle_p_answers_with_no_key_set() {
     // $XDG_CACHE_HOME/whittle/models/FILE
     let cache_home = model.ancestors().nth(3).unwrap().to_path_buf();
     let home = tempfile::tempdir().unwrap();
-    let workspace = tempfile::tempdir().unwrap();
-    std::fs::write(workspace.path().join("hello.txt"), "hello\n").unwrap();
+    // The same folder every run, emptied first: the system prompt names the
+    // workspace, so the prompt cache the model keeps on disk (in the shared
+    // cache above) answers a later run's prefix, as it does for a person who
+    // runs whittle in one project. The first run on a machine, as on CI,
+    // computes it.
+    let workspace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-model-workspace");
+    if workspace.exists() {
+        std::fs::remove_dir_all(&workspace).unwrap();
+    }
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("hello.txt"), "hello\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_whittle"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -21,7 +30,7 @@ fn whittle_p_answers_with_no_key_set() {
         // scripts/test's marker: every process the tests start carries it.
         .envs(std::env::var_os("WHITTLE_TEST_RUN").map(|v| ("WHITTLE_TEST_RUN", v)))
         .arg("--cwd")
-        .arg(workspace.path())
+        .arg(&workspace)
         .args(["-p", "Say hello in one short sentence.", "--max-turns", "3"])
         .stdin(Stdio::null())
         .output()
@@ -39,6 +48,6 @@ fn whittle_p_answers_with_no_key_set() {
         !stdout.trim().is_empty() || stderr.contains("turn"),
         "{stderr}"
     );
-    let sessions = workspace.path().join(".whittle/sessions");
+    let sessions = workspace.join(".whittle/sessions");
     assert_eq!(std::fs::read_dir(sessions).unwrap().count(), 1);
 }
