@@ -15,7 +15,15 @@ fn whittle_p_answers_with_no_key_set() {
     // cache above) answers a later run's prefix, as it does for a person who
     // runs whittle in one project. The first run on a machine, as on CI,
     // computes it.
-    let workspace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-model-workspace");
+    // One folder per clone: clones may share a target directory.
+    let clone = {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        env!("CARGO_MANIFEST_DIR").hash(&mut h);
+        h.finish()
+    };
+    let workspace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("local-model-workspace-{clone:016x}"));
     if workspace.exists() {
         std::fs::remove_dir_all(&workspace).unwrap();
     }
