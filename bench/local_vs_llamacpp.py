@@ -114,35 +114,26 @@ def main():
     med = statistics.median
     print(f"model {Path(model).name}, {args.threads} threads, {args.rounds} alternating rounds, "
           f"llama-cpp-python {llama_version}; medians")
-    print(f"{'':24}{'whittle':>10}{'llama.cpp':>11}{'ratio':>8}")
-    for i, size in enumerate([200, 800]):
-        a = med(r["pp"][i]["tokens_per_s"] for r in ours)
-        b = med(r["pp"][i]["tokens_per_s"] for r in theirs)
-        n = ours[0]["pp"][i]["tokens"]
-        print(f"{'prompt ' + str(n) + ' tok (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
-    a = med(r["tg_tokens_per_s"] for r in ours)
-    b = med(r["tg_tokens_per_s"] for r in theirs)
-    print(f"{'generation (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
-    a = med(r["long_tg_tokens_per_s"] for r in ours)
-    b = med(r["long_tg_tokens_per_s"] for r in theirs)
-    n = ours[0]["long_prompt_tokens"]
-    print(f"{'gen after ' + str(n) + ' (tok/s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+    print(f"{'':28}{'whittle':>10}{'llama.cpp':>11}{'ratio':>8}")
+    def row(label, value):
+        a, b = med(map(value, ours)), med(map(value, theirs))
+        print(f"{label:28}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+
+    def rows(unit, rate):
+        for i in range(2):
+            n = ours[0]["pp"][i]["tokens"]
+            row(f"prompt {n} tok ({unit})", lambda r: r["pp"][i][rate])
+        tg = "tg_" + rate
+        row(f"generation ({unit})", lambda r: r[tg])
+        n = ours[0]["long_prompt_tokens"]
+        row(f"gen after {n} ({unit})", lambda r: r["long_" + tg])
+
+    rows("tok/s", "tokens_per_s")
     # Tokens per CPU second (process time, all threads): far steadier than wall time on a
     # loaded machine. At 1 thread it compares the work done; above 1, llama.cpp's
     # threads spin while waiting and that counts as its CPU time.
     if all(r.get("tg_tokens_per_cpu_s") for r in ours):
-        for i, size in enumerate([200, 800]):
-            a = med(r["pp"][i]["tokens_per_cpu_s"] for r in ours)
-            b = med(r["pp"][i]["tokens_per_cpu_s"] for r in theirs)
-            n = ours[0]["pp"][i]["tokens"]
-            print(f"{'prompt ' + str(n) + ' (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
-        a = med(r["tg_tokens_per_cpu_s"] for r in ours)
-        b = med(r["tg_tokens_per_cpu_s"] for r in theirs)
-        print(f"{'generation (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
-        a = med(r["long_tg_tokens_per_cpu_s"] for r in ours)
-        b = med(r["long_tg_tokens_per_cpu_s"] for r in theirs)
-        n = ours[0]["long_prompt_tokens"]
-        print(f"{'gen after ' + str(n) + ' (tok/cpu-s)':24}{a:10.1f}{b:11.1f}{a / b:8.2f}")
+        rows("tok/cpu-s", "tokens_per_cpu_s")
     print(f"load average at the end: {open('/proc/loadavg').read().split()[0:3]}")
     last = ours[-1]
     print(f"second agent call: {last['second_call_prompt_tokens']} prompt tokens, "

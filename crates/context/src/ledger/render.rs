@@ -243,7 +243,7 @@ fn decimal_digits(n: u32) -> usize {
 /// A command's line with its (newest) exit status, and how many times it
 /// ran when more than once: `- [exit 0] cargo test -p x ×14`, written at
 /// the end of `out`.
-fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
+pub(super) fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
     out.push_str("- ");
     match command_exit(c) {
         CommandExit::Shown(e) => {

@@ -392,6 +392,29 @@ fn a_file_tail_is_as_long_as_measured() {
     assert_eq!(render::file_tail(&ledger.files[0]), " (Read ×10, Édit)");
 }
 
+/// Choosing measures a command's line without writing it: the measure is
+/// what rendering writes, for every way a line shows its exit and count.
+#[test]
+fn a_command_line_is_as_long_as_measured() {
+    let mut ledger = Ledger::default();
+    ledger.push_command("cargo test".into(), Some("0".into()));
+    ledger.push_command("cargo tést -p x".into(), Some("101".into()));
+    ledger.push_command("[exit 3] looks like an exit".into(), None);
+    ledger.push_command("make".into(), None);
+    ledger.push_command("echo 3 ×2".into(), None);
+    for c in &ledger.commands {
+        for runs in [1, 2, 14, 1_000_000] {
+            let mut written = String::new();
+            render::push_command_line(c, runs, &mut written);
+            assert_eq!(
+                render::command_line_len(c, runs),
+                written.len(),
+                "{written:?}"
+            );
+        }
+    }
+}
+
 mod incremental {
     use super::*;
     use crate::History;

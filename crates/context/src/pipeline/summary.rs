@@ -179,7 +179,7 @@ fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, Rende
     let budget = cx.ledger_chars(history);
     let end = history.len();
     let ledger = RenderedLedger::of(history, end, place.display().to_string(), budget);
-    let without = compacted_message(COMPACTED_HEADER, request, "", &place, "").chars();
+    let without = marker_without_ledger_chars(cx, request);
     (compacted_chars_with(without, &ledger.text), ledger)
 }
 
