@@ -189,6 +189,12 @@ pub struct AgentArgs {
     /// No status line after each REPL turn (config: status_line = false).
     #[arg(long)]
     pub no_status: bool,
+
+    /// A line on stderr after each model call: its input, cache and output
+    /// tokens and, for the embedded model, how much of the prompt came from
+    /// the prefix cache and the tokens per second of prompt and reply.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// How `-p` prints its outcome.

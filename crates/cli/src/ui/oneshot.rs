@@ -5,6 +5,7 @@ use crate::args::{AgentArgs, OutputFormat};
 use crate::commands::mcp::{self, Progress};
 use crate::config::setup;
 use crate::config::{Env, Settings};
+use crate::ui::call_report::CallReporter;
 use crate::ui::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
 use crate::ui::render::{Renderer, event_json, report_json};
 use crate::ui::style::Style;
@@ -132,6 +133,10 @@ pub async fn run(
         tool_calls: 0,
         checkpoints: Vec::new(),
     };
+    if args.verbose {
+        sink.renderer
+            .report_calls(CallReporter::new(session.local.clone()));
+    }
     let before = session.agent.usage();
     let outcome = run_turn(
         &mut session.agent,

@@ -2,6 +2,7 @@
 //! compaction step, retries, the todo list, and a spinner while the model
 //! thinks. Colors and the spinner only on a terminal.
 
+use crate::ui::call_report::CallReporter;
 use crate::ui::style::Style;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
@@ -99,6 +100,8 @@ pub struct Renderer {
     turn_compaction: Option<String>,
     /// Tool calls since [`Renderer::take_tool_calls`] last asked.
     tool_calls: usize,
+    /// `-v`: a line per model call.
+    call_reporter: Option<CallReporter>,
 }
 
 impl Renderer {
@@ -116,7 +119,13 @@ impl Renderer {
             said_failure: None,
             turn_compaction: None,
             tool_calls: 0,
+            call_reporter: None,
         }
+    }
+
+    /// Shows a line per model call from now on (`-v`).
+    pub fn report_calls(&mut self, reporter: CallReporter) {
+        self.call_reporter = Some(reporter);
     }
 
     /// The style for stdout.
@@ -238,9 +247,13 @@ impl EventSink for Renderer {
                 self.line(&line);
                 self.resume_spinner();
             }
-            AgentEvent::Usage(_) => {
+            AgentEvent::Usage(usage) => {
                 self.waiting = false;
                 self.spinner.stop();
+                if let Some(reporter) = &mut self.call_reporter {
+                    let line = self.err.dim(&reporter.call_line(&usage));
+                    self.line(&line);
+                }
             }
             AgentEvent::Todos(items) => {
                 let text = render_todos(&items)

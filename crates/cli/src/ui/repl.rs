@@ -9,6 +9,7 @@ use crate::commands::mcp::{self, Progress};
 use crate::config::setup::{self, Session};
 use crate::config::{Env, Settings};
 use crate::ui::approve::TerminalApprover;
+use crate::ui::call_report::CallReporter;
 use crate::ui::interrupt::{self, CancelSlot, run_turn};
 use crate::ui::render::{Renderer, out_line};
 use crate::ui::slash::{
@@ -161,6 +162,9 @@ pub fn run(
     };
     let mcp = rt.block_on(mcp::start_for_session(settings, env, progress))?;
     let mut session = setup::open(settings, args, env, approver, &mcp)?;
+    if args.verbose {
+        renderer.report_calls(CallReporter::new(session.local.clone()));
+    }
     if let Installation::Searched { chars, tools } = session.mcp {
         renderer.line(&err_style.dim(&format!(
             "mcp: the definitions of {tools} tools ({chars} characters) exceed mcp_schema_share of the window; the model finds them with mcp_tool_search"

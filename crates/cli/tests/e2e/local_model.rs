@@ -39,7 +39,13 @@ fn whittle_p_answers_with_no_key_set() {
         .envs(std::env::var_os("WHITTLE_TEST_RUN").map(|v| ("WHITTLE_TEST_RUN", v)))
         .arg("--cwd")
         .arg(&workspace)
-        .args(["-p", "Say hello in one short sentence.", "--max-turns", "3"])
+        .args([
+            "-v",
+            "-p",
+            "Say hello in one short sentence.",
+            "--max-turns",
+            "3",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -55,6 +61,18 @@ fn whittle_p_answers_with_no_key_set() {
     assert!(
         !stdout.trim().is_empty() || stderr.contains("turn"),
         "{stderr}"
+    );
+    // -v: each call's line says how much of its prompt the prefix cache
+    // gave and how fast the rest ran.
+    let call = stderr
+        .lines()
+        .find(|l| l.starts_with("model call 1: "))
+        .unwrap_or_else(|| panic!("no call line in: {stderr}"));
+    assert!(
+        call.contains("from the prefix cache")
+            && call.contains("generation ")
+            && call.contains(" tokens/s"),
+        "{call}"
     );
     let sessions = workspace.join(".whittle/sessions");
     assert_eq!(std::fs::read_dir(sessions).unwrap().count(), 1);

@@ -39,6 +39,41 @@ fn json_output_is_one_object_with_usage_and_session() {
 }
 
 #[test]
+fn verbose_shows_each_model_call_as_it_returns() {
+    let h = Harness::new();
+    h.server
+        .push(Reply::tool_use("t", "bash", json!({"command": "echo hi"})).with_usage(1200, 30));
+    h.server.push(
+        Reply::text("It printed hi.")
+            .with_usage(300, 10)
+            .with_cache(200, 1000),
+    );
+    let out = h.run(&["-v", "-p", "say hi"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    let calls: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("model call "))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "model call 1: 1,200 input tokens (0 read from the cache, 0 written to it), 30 output",
+            "model call 2: 1,500 input tokens (1,000 read from the cache, 200 written to it), 10 output",
+        ],
+        "{err}"
+    );
+    h.assert_clean();
+    // Without -v, none of it.
+    let h = Harness::new();
+    h.server.push(Reply::text("Hi."));
+    let out = h.run(&["-p", "say hi"]);
+    assert_success(&out);
+    assert!(!stderr(&out).contains("model call"), "{}", stderr(&out));
+    h.assert_clean();
+}
+
+#[test]
 fn retries_and_the_todo_list_are_shown() {
     let h = Harness::new();
     h.server.push(Reply::tool_use(
