@@ -22,7 +22,10 @@ pub fn archive_marker(
     ledger: &str,
 ) -> Message {
     let lines = lines.map_or_else(String::new, |(a, b)| format!(", lines {a}-{b}"));
-    let mut text = format!("[{count}{ARCHIVE_INFIX}{}{lines}]", transcript.display());
+    let mut text = format!(
+        "[{count}{ARCHIVE_INFIX}{}{lines}]",
+        transcript.to_string_lossy()
+    );
     if !ledger.is_empty() {
         text.push_str(
             "
@@ -57,12 +60,29 @@ pub fn compacted_message(
     ledger: &str,
 ) -> Message {
     let quoted = serde_json::to_string(summary).unwrap_or_default();
-    let mut text = format!(
-        "{header}\n\nCurrent user request:\n{request}\n\n\
-         Conversation summary (reference only):\n{quoted}\n\n\
-         {TRANSCRIPT_LINE}{}",
-        transcript.display()
-    );
+    let place = transcript.to_string_lossy();
+    // Written in pieces, in one allocation: a summary marker is made (or
+    // sized) on every compaction.
+    let pieces = [
+        header,
+        "\n\nCurrent user request:\n",
+        request,
+        "\n\nConversation summary (reference only):\n",
+        &quoted,
+        "\n\n",
+        TRANSCRIPT_LINE,
+        &place,
+    ];
+    let ledger_len = if ledger.is_empty() {
+        0
+    } else {
+        2 + ledger.len()
+    };
+    let mut text =
+        String::with_capacity(pieces.iter().map(|p| p.len()).sum::<usize>() + ledger_len);
+    for piece in pieces {
+        text.push_str(piece);
+    }
     if !ledger.is_empty() {
         text.push_str("\n\n");
         text.push_str(ledger);
@@ -101,6 +121,29 @@ mod tests {
             let without = compacted_message(COMPACTED_HEADER, &request, &summary, place, "").chars();
             let with = compacted_message(COMPACTED_HEADER, &request, &summary, place, &ledger).chars();
             prop_assert_eq!(compacted_chars_with(without, &ledger), with);
+        }
+
+        /// Written in pieces, the marker reads as the one formatted whole.
+        #[test]
+        fn a_marker_written_in_pieces_is_the_formatted_one(
+            request in "(\\PC|\n|\")*",
+            summary in "(\\PC|\n|\")*",
+            ledger in "(\\PC|\n)*",
+            place in "(\\PC|/)*",
+        ) {
+            let quoted = serde_json::to_string(&summary).unwrap();
+            let mut formatted = format!(
+                "{COMPACTED_HEADER}\n\nCurrent user request:\n{request}\n\n\
+                 Conversation summary (reference only):\n{quoted}\n\n\
+                 {TRANSCRIPT_LINE}{}",
+                Path::new(&place).display()
+            );
+            if !ledger.is_empty() {
+                formatted.push_str("\n\n");
+                formatted.push_str(&ledger);
+            }
+            let written = compacted_message(COMPACTED_HEADER, &request, &summary, Path::new(&place), &ledger);
+            prop_assert_eq!(written.text(), formatted);
         }
     }
 

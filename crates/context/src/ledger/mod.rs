@@ -16,6 +16,7 @@
 
 mod choose;
 mod command_paths;
+mod find;
 mod memo;
 mod render;
 mod tree;
@@ -577,13 +578,13 @@ fn one_line_of(command: &str) -> String {
 /// `error` when only the result's error flag says how it went.
 fn exit_status(text: &str, is_error: bool) -> Option<String> {
     const CODE: &str = "[exit code: ";
-    if let Some(at) = text.rfind(CODE) {
+    if let Some(at) = find::rfind_str(text, CODE) {
         let rest = &text[at + CODE.len()..];
         if let Some(end) = rest.find(']') {
             return Some(rest[..end].to_owned());
         }
     }
-    if let Some(at) = text.rfind("Exit code ") {
+    if let Some(at) = find::rfind_str(text, "Exit code ") {
         let code: String = text[at + 10..]
             .chars()
             .take_while(char::is_ascii_digit)

@@ -7,6 +7,7 @@
 //! read exactly as written, which is also how the model and a survival
 //! probe search for them).
 
+use super::find::{rsplit_once_times, split_once_pair, split_pairs};
 use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
@@ -364,6 +365,12 @@ fn push_omitted_line(o: &Omitted, out: &mut String) {
 /// The ledger section at the end of a compaction marker's text (between
 /// and without its delimiter lines), if the text is one.
 pub fn ledger_section(text: &str) -> Option<&str> {
+    ledger_section_at(text).map(|(_, section)| section)
+}
+
+/// [`ledger_section`], with where its opening line ([`OPEN_LINE`]) is in
+/// `text`.
+fn ledger_section_at(text: &str) -> Option<(usize, &str)> {
     let first = text.lines().next()?;
     let is_marker = first == COMPACTED_HEADER
         || first == REACTIVE_HEADER
@@ -373,7 +380,7 @@ pub fn ledger_section(text: &str) -> Option<&str> {
     }
     let body = text.strip_suffix(LEDGER_CLOSE)?;
     let at = rfind_open_line(body)?;
-    Some(&body[at + OPEN_LINE.len()..])
+    Some((at, &body[at + OPEN_LINE.len()..]))
 }
 
 /// `body.rfind(OPEN_LINE)`, found from the `<`s (few in a marker, and
@@ -402,8 +409,9 @@ pub fn ledger_file_paths(section: &str) -> Vec<String> {
 
 /// The transcript a marker with a ledger names: in a snip marker's first
 /// line, or on the line of a summary marker just before its ledger (after
-/// the quoted summary, so a request cannot imitate it).
-fn marker_transcript(text: &str) -> Option<&str> {
+/// the quoted summary, so a request cannot imitate it). `open` is where
+/// the ledger's opening line is ([`ledger_section_at`]).
+fn marker_transcript(text: &str, open: usize) -> Option<&str> {
     let first = text.lines().next()?;
     if let Some((_, rest)) = first
         .strip_prefix('[')
@@ -416,15 +424,27 @@ fn marker_transcript(text: &str) -> Option<&str> {
         };
         return Some(path);
     }
-    let before = &text[..text.rfind(OPEN_PARAGRAPH)?];
+    let before = &text[..rfind_open_paragraph(text, open)?];
     before.lines().last()?.strip_prefix(TRANSCRIPT_LINE)
+}
+
+/// `text.rfind(OPEN_PARAGRAPH)`, knowing that the last [`OPEN_LINE`] of
+/// `text` is at `open`: no [`OPEN_PARAGRAPH`] starts after `open - 1` (it
+/// would hold a later opening line), and one starts there when the byte
+/// before `open` is a newline. Only otherwise is the text before searched
+/// (it was searched whole, from its end, through the whole ledger).
+fn rfind_open_paragraph(text: &str, open: usize) -> Option<usize> {
+    match open.checked_sub(1) {
+        Some(at) if text.as_bytes()[at] == b'\n' => Some(at),
+        _ => text[..open + OPEN_LINE.len()].rfind(OPEN_PARAGRAPH),
+    }
 }
 
 /// The ledger a compaction marker carries, read back.
 pub(super) fn read_back(text: &str) -> Option<Ledger> {
-    let section = ledger_section(text)?;
+    let (open, section) = ledger_section_at(text)?;
     let mut ledger = Ledger::default();
-    if let Some(t) = marker_transcript(text) {
+    if let Some(t) = marker_transcript(text, open) {
         ledger.places.insert(t.to_owned());
     }
     let mut heading = "";
@@ -474,7 +494,7 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             COMMANDS => {
                 let (exit, line) = entry
                     .strip_prefix(EXIT_OPEN)
-                    .and_then(|r| r.split_once("] "))
+                    .and_then(|r| split_once_pair(r, b']', b' '))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
                 let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
                 commands.push((line.to_owned(), exit.map(str::to_owned), runs));
@@ -497,8 +517,8 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
     // before it (`touch`'s search): the ledger has no other files yet.
     let mut found: HashMap<String, usize, FixedState> = HashMap::default();
     for (path, uses) in expand_files(file_lines) {
-        for u in uses.split(", ") {
-            let (tool, n) = match u.rsplit_once(" ×") {
+        for u in split_pairs(uses, b',', b' ') {
+            let (tool, n) = match rsplit_once_times(u) {
                 Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
                 None => (u, 1),
             };
@@ -551,4 +571,27 @@ fn read_omitted(entry: &str) -> Omitted {
         .map(str::to_owned)
         .collect();
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The summary marker's paragraph before its ledger is found where
+        /// a search of the whole text finds it.
+        #[test]
+        fn the_open_paragraph_is_the_last_one(
+            before in "(\n|<state-ledger>|x|é)*",
+            gap in "(\n|x)?",
+            section in "(- |  |x|<|\n)*",
+        ) {
+            let text = format!("{COMPACTED_HEADER}\n{before}{gap}{OPEN_LINE}{section}{LEDGER_CLOSE}");
+            let body = text.strip_suffix(LEDGER_CLOSE).unwrap();
+            if let Some(open) = rfind_open_line(body) {
+                prop_assert_eq!(rfind_open_paragraph(&text, open), text.rfind(OPEN_PARAGRAPH));
+            }
+        }
+    }
 }

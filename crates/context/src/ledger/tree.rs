@@ -32,6 +32,7 @@
 //! are chosen; it can be less than nothing, when the file makes a folder
 //! line that shortens the lines already under it.
 
+use super::find::rsplit_once_pair;
 use std::ops::Range;
 
 /// A folder without an entry of its own whose whole path is shorter than
@@ -448,7 +449,10 @@ pub(crate) fn expand_files<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<
         };
         folders.truncate(depth);
         let prefix = folders.last().map_or("", String::as_str);
-        if let Some((path, uses)) = text.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
+        if let Some((path, uses)) = text
+            .strip_suffix(')')
+            .and_then(|t| rsplit_once_pair(t, b' ', b'('))
+        {
             let path = joined(prefix, path);
             if path.ends_with('/') {
                 folders.push(path.clone());

@@ -178,7 +178,7 @@ fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, Rende
     let place = cx.store.transcript_path();
     let budget = cx.ledger_chars(history);
     let end = history.len();
-    let ledger = RenderedLedger::of(history, end, place.display().to_string(), budget);
+    let ledger = RenderedLedger::of(history, end, place.to_string_lossy().into_owned(), budget);
     let without = marker_without_ledger_chars(cx, request);
     (compacted_chars_with(without, &ledger.text), ledger)
 }
@@ -241,7 +241,7 @@ impl PendingSummary {
             }
         };
         report.paths.push(transcript.clone());
-        let place = transcript.display().to_string();
+        let place = transcript.to_string_lossy().into_owned();
         let budget = cx.ledger_chars(history);
         let ledger = match rendered {
             Some(r) if r.end == end && r.place == place && r.budget == budget => r,
