@@ -54,19 +54,23 @@ impl Ledger {
         if budget_chars == 0 || self.is_empty() {
             return String::new();
         }
-        let mut fixed = String::new();
-        let _ = writeln!(fixed, "{LEDGER_OPEN}\n{INTRO}");
+        // Sized for the budget at once: grown by doubling, the section was
+        // copied several times over while it was written.
+        let mut fixed = String::with_capacity(budget_chars + HEADINGS_ROOM);
+        push_line(&mut fixed, LEDGER_OPEN);
+        push_line(&mut fixed, INTRO);
         if !self.person.is_empty() {
-            let _ = writeln!(fixed, "{PERSON}");
+            push_line(&mut fixed, PERSON);
             let whole_up_to = (budget_chars / 8).clamp(PERSON_HEAD_MIN, PERSON_HEAD_MAX);
             for p in &self.person {
                 push_person_lines(p, whole_up_to, &mut fixed);
             }
         }
         if !self.todos.is_empty() {
-            let _ = writeln!(fixed, "{TODOS}");
+            push_line(&mut fixed, TODOS);
             for t in &self.todos {
-                let _ = writeln!(fixed, "- {}", controls_to_spaces(t));
+                fixed.push_str("- ");
+                push_line(&mut fixed, &controls_to_spaces(t));
             }
         }
         // The transcript the marker itself names is not listed again: read
@@ -78,9 +82,10 @@ impl Ledger {
             .collect();
         let mut places = String::new();
         if !other_places.is_empty() || !self.outputs.is_empty() {
-            let _ = writeln!(places, "{PLACES}");
+            push_line(&mut places, PLACES);
             for p in other_places.iter().take(MAX_PLACES) {
-                let _ = writeln!(places, "- {}", controls_to_spaces(p));
+                places.push_str("- ");
+                push_line(&mut places, &controls_to_spaces(p));
             }
             if other_places.len() > MAX_PLACES {
                 let _ = writeln!(
@@ -104,7 +109,7 @@ impl Ledger {
         let kept = self.choose_within(&mut left);
         let mut out = fixed;
         if !kept.files.is_empty() {
-            let _ = writeln!(out, "{FILES}");
+            push_line(&mut out, FILES);
             let tail = |i: usize, out: &mut String| push_file_tail(&self.files[i], out);
             // In first-use order: the order of their indices.
             if !kept.tree.render_in_entry_order(&mut out, tail) {
@@ -117,13 +122,13 @@ impl Ledger {
             }
         }
         if !kept.commands.is_empty() {
-            let _ = writeln!(out, "{COMMANDS}");
+            push_line(&mut out, COMMANDS);
             for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
                 push_command_line(&self.commands[i], runs, &mut out);
             }
         }
         if !kept.errors.is_empty() {
-            let _ = writeln!(out, "{ERRORS}");
+            push_line(&mut out, ERRORS);
             for &i in &kept.errors {
                 out.push_str(&error_line(&self.errors[i]));
             }
@@ -139,7 +144,7 @@ impl Ledger {
             omitted
                 .places
                 .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
-            let _ = writeln!(out, "{NOT_SHOWN}");
+            push_line(&mut out, NOT_SHOWN);
             out.push_str("- ");
             push_omitted_line(&omitted, &mut out);
             out.push('\n');
@@ -217,7 +222,8 @@ fn push_file_tail(f: &FileUse, out: &mut String) {
         }
         out.push_str(tool);
         if *n != 1 {
-            let _ = write!(out, " ×{n}");
+            out.push_str(" ×");
+            push_decimal(*n, out);
         }
     }
     out.push(')');
@@ -234,6 +240,32 @@ pub(super) fn file_tail_len(f: &FileUse) -> usize {
         })
         .sum();
     " (".len() + uses + ", ".len() * f.uses.len().saturating_sub(1) + ")".len()
+}
+
+/// `line` and a newline, at the end of `out`.
+fn push_line(out: &mut String, line: &str) {
+    out.push_str(line);
+    out.push('\n');
+}
+
+/// `n` in decimal at the end of `out`, as `write!` writes it (without a
+/// formatter: file tails and run counts are written on every rendering).
+fn push_decimal(n: u32, out: &mut String) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        // A digit: always below 10.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
 }
 
 /// How many digits `n` has in decimal.
@@ -260,7 +292,8 @@ pub(super) fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
     }
     out.push_str(&c.line);
     if shows_runs(c, runs) {
-        let _ = write!(out, "{RUNS}{runs}");
+        out.push_str(RUNS);
+        push_decimal(runs, out);
     }
     out.push('\n');
 }
@@ -579,6 +612,14 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// A number is written as a formatter writes it.
+        #[test]
+        fn decimals_are_written_as_formatted(n in any::<u32>()) {
+            let mut out = String::from("x");
+            push_decimal(n, &mut out);
+            prop_assert_eq!(out, format!("x{n}"));
+        }
+
         /// The summary marker's paragraph before its ledger is found where
         /// a search of the whole text finds it.
         #[test]
