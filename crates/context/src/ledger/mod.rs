@@ -291,6 +291,16 @@ impl Ledger {
             }
         }
     }
+
+    /// [`Ledger::touch_at`] of a path not in `files`, given owned.
+    fn touch_new(&mut self, path: String, tool: &str, times: u32) {
+        let seq = self.tick();
+        self.files.push(FileUse {
+            path,
+            uses: vec![(tool.to_owned(), times)],
+            last: seq,
+        });
+    }
 }
 
 /// Remembers which tool call each result answers while messages are read.

@@ -134,19 +134,24 @@ impl Ledger {
             }
         }
         out.push_str(&places);
-        let mut omitted = self.omitted.clone();
-        omitted.files += self.files.len() - kept.files.len() - kept.covered;
-        omitted.commands += self.commands.len() - kept.commands.len() - kept.grouped;
-        omitted.errors += self.errors.len() - kept.errors.len();
-        if !omitted.is_empty() {
+        // The counts, and the places as borrowed (the earlier ledgers'
+        // places were copied on every rendering).
+        let counts = [
+            self.omitted.files + self.files.len() - kept.files.len() - kept.covered,
+            self.omitted.commands + self.commands.len() - kept.commands.len() - kept.grouped,
+            self.omitted.errors + self.errors.len() - kept.errors.len(),
+        ];
+        if counts.iter().any(|&n| n > 0) {
             // A place named above (or by the marker) is not repeated.
-            let listed: Vec<&String> = other_places.iter().take(MAX_PLACES).copied().collect();
-            omitted
+            let listed = &other_places[..other_places.len().min(MAX_PLACES)];
+            let places = self
+                .omitted
                 .places
-                .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
+                .iter()
+                .filter(|p| !listed.contains(p) && Some(p.as_str()) != named_by_marker);
             push_line(&mut out, NOT_SHOWN);
             out.push_str("- ");
-            push_omitted_line(&omitted, &mut out);
+            push_omitted_line(counts, places, &mut out);
             out.push('\n');
         }
         out.push_str(LEDGER_CLOSE);
@@ -368,12 +373,12 @@ pub(super) fn error_line(e: &ErrorLine) -> String {
 
 /// `2 older files, 5 older commands; in: PLACES` (or `; in the places
 /// named above`), written at the end of `out`.
-fn push_omitted_line(o: &Omitted, out: &mut String) {
-    let counts = [
-        (o.files, "files"),
-        (o.commands, "commands"),
-        (o.errors, "errors"),
-    ];
+fn push_omitted_line<'a>(
+    [files, commands, errors]: [usize; 3],
+    places: impl Iterator<Item = &'a String>,
+    out: &mut String,
+) {
+    let counts = [(files, "files"), (commands, "commands"), (errors, "errors")];
     for (k, (n, what)) in counts.into_iter().filter(|(n, _)| *n > 0).enumerate() {
         if k > 0 {
             out.push_str(", ");
@@ -382,12 +387,13 @@ fn push_omitted_line(o: &Omitted, out: &mut String) {
         out.push_str(" older ");
         out.push_str(what);
     }
-    if o.places.is_empty() {
+    let mut places = places.peekable();
+    if places.peek().is_none() {
         out.push_str("; in the places named above");
         return;
     }
     out.push_str("; in: ");
-    for (k, place) in o.places.iter().enumerate() {
+    for (k, place) in places.enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
@@ -530,7 +536,7 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
                     .and_then(|r| split_once_pair(r, b']', b' '))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
                 let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
-                commands.push((line.to_owned(), exit.map(str::to_owned), runs));
+                commands.push((line, exit, runs));
             }
             ERRORS => errors.push(entry.to_owned()),
             PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
@@ -547,18 +553,33 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
         }
     }
     // Every file is looked up by its path here, not among all the files
-    // before it (`touch`'s search): the ledger has no other files yet.
-    let mut found: HashMap<String, usize, FixedState> = HashMap::default();
-    for (path, uses) in expand_files(file_lines) {
+    // before it (`touch`'s search): the ledger has no other files yet. A
+    // path's place among the files is known before any is touched (the
+    // order of first lines), so each path moves into its entry, not copied.
+    let expanded = expand_files(file_lines);
+    let slots: Vec<usize> = {
+        let mut first: HashMap<&str, usize, FixedState> = HashMap::default();
+        expanded
+            .iter()
+            .map(|(path, _)| {
+                let next = first.len();
+                *first.entry(path.as_str()).or_insert(next)
+            })
+            .collect()
+    };
+    for ((path, uses), slot) in expanded.into_iter().zip(slots) {
+        let mut path = Some(path);
         for u in split_pairs(uses, b',', b' ') {
             let (tool, n) = match rsplit_once_times(u) {
                 Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
                 None => (u, 1),
             };
-            let known = found.get(&path).copied();
-            let at = ledger.touch_at(known, &path, tool, n);
-            if known.is_none() {
-                found.insert(path.clone(), at);
+            match path.take() {
+                // A line always has a use: the first use of a path's first line adds it.
+                Some(p) if slot == ledger.files.len() => ledger.touch_new(p, tool, n),
+                _ => {
+                    ledger.touch_at(Some(slot), "", tool, n);
+                }
             }
         }
     }
@@ -567,9 +588,9 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
     // the newest with the exit status shown, so the count carries over.
     for (line, exit, runs) in commands.into_iter().rev() {
         for _ in 1..runs {
-            ledger.push_command(line.clone(), None);
+            ledger.push_command(line.to_owned(), None);
         }
-        ledger.push_command(line, exit);
+        ledger.push_command(line.to_owned(), exit.map(str::to_owned));
     }
     for line in errors.into_iter().rev() {
         ledger.push_error(line);
