@@ -4,9 +4,9 @@
 //! Every message a compaction archives is written to the transcript as a
 //! line of JSON, and most of that work was serde_json checking each byte
 //! of the messages' strings for one to escape. Here a string is checked
-//! eight bytes at a time (a byte below 0x20, a quote or a backslash in a
-//! word is found with a few arithmetic operations), and only a word that
-//! holds one is looked at a byte at a time. The shape (the fields of each
+//! eight bytes at a time: the bytes of a word that are below 0x20, a quote
+//! or a backslash are found together with a few arithmetic operations, and
+//! only those are looked at. The shape (the fields of each
 //! block, in serde's order, flattened extras after them) follows the
 //! `Serialize` impls of [`Message`] and [`Block`]; numbers are left to
 //! serde_json. A property test holds the two to the same bytes.
@@ -157,54 +157,63 @@ fn write_value(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
+const LOWS: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
 
-/// Whether any byte of `word` is zero (exact as a yes or no).
-fn has_zero_byte(word: u64) -> bool {
-    word.wrapping_sub(ONES) & !word & HIGHS != 0
+/// The high bit of each byte of `word` that is zero, and no other: exact
+/// (the low seven bits are added without a carry out of the byte).
+fn zero_bytes(word: u64) -> u64 {
+    !(((word & LOWS) + LOWS) | word) & HIGHS
 }
 
-/// Whether any byte of `word` needs escaping: below 0x20, `"` or `\`.
-fn needs_escape(word: u64) -> bool {
-    // A byte below 0x20 borrows into its high bit when 0x20 is taken from
-    // it, and had no high bit of its own.
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
+/// The high bit of each byte of `word` that needs escaping: below 0x20
+/// (a byte without its high bit that stays below 0x80 when 0x60 is
+/// added), `"` or `\`.
+fn escape_bytes(word: u64) -> u64 {
+    let control = !((word & LOWS) + ONES * 0x60) & !word & HIGHS;
     control
-        || has_zero_byte(word ^ (ONES * u64::from(b'"')))
-        || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
+        | zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// `s` as a JSON string, escaped as serde_json escapes it.
 fn write_str(s: &str, out: &mut Vec<u8>) {
     let bytes = s.as_bytes();
     out.push(b'"');
-    // Bytes before `start` are written; `at` is where checking goes on.
+    // Bytes before `start` are written.
     let mut start = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        if let Some(chunk) = bytes.get(at..at + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                at += 8;
-                continue;
-            }
+    let mut words = bytes.chunks_exact(8);
+    for (k, chunk) in words.by_ref().enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let mut found = escape_bytes(u64::from_le_bytes(word));
+        // Each byte to escape, in order (the lowest bit is the first byte).
+        while found != 0 {
+            let at = k * 8 + (found.trailing_zeros() / 8) as usize;
+            out.extend_from_slice(&bytes[start..at]);
+            push_escape(bytes[at], out);
+            start = at + 1;
+            found &= found - 1;
         }
-        // A word with a byte to escape, or the last few bytes: one at a time.
-        let end = (at + 8).min(bytes.len());
-        while at < end {
-            let byte = bytes[at];
-            if let Some(escape) = escape_of(byte) {
-                out.extend_from_slice(&bytes[start..at]);
-                out.extend_from_slice(escape.as_ref());
-                start = at + 1;
-            }
-            at += 1;
+    }
+    let tail = bytes.len() - words.remainder().len();
+    for (at, &byte) in bytes.iter().enumerate().skip(tail) {
+        if escape_of(byte).is_some() {
+            out.extend_from_slice(&bytes[start..at]);
+            push_escape(byte, out);
+            start = at + 1;
         }
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// The escape of `byte` (one that needs it) at the end of `out`.
+fn push_escape(byte: u8, out: &mut Vec<u8>) {
+    if let Some(escape) = escape_of(byte) {
+        out.extend_from_slice(escape.as_ref());
+    }
 }
 
 /// The escape serde_json writes for `byte`, if it needs one.
@@ -358,15 +367,29 @@ mod tests {
     }
 
     #[test]
-    fn every_byte_below_0x80_is_escaped_as_serde_json_escapes_it() {
-        for byte in 0u8..0x80 {
-            let s = format!("abcdefgh{}abcdefgh", char::from(byte));
-            let mut out = Vec::new();
-            write_str(&s, &mut out);
-            assert_eq!(
-                String::from_utf8(out).unwrap(),
-                serde_json::to_string(&s).unwrap()
-            );
+    fn every_ascii_byte_and_char_length_is_escaped_as_serde_json_escapes_it() {
+        // Every ASCII byte, and characters of every UTF-8 length, at every
+        // place in a word and in the tail.
+        let others = [
+            '\u{80}',
+            '\u{a2}',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{ffff}',
+            '\u{10000}',
+            '\u{10ffff}',
+        ];
+        let chars = (0u8..0x80).map(char::from).chain(others);
+        for c in chars {
+            for offset in 0..17 {
+                let s = format!("{}{c}{}", "a".repeat(offset), "b".repeat(17 - offset));
+                let mut out = Vec::new();
+                write_str(&s, &mut out);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    serde_json::to_string(&s).unwrap()
+                );
+            }
         }
     }
 }
