@@ -272,7 +272,7 @@ fn render_block(b: &Block, out: &mut String) {
             out.push(' ');
             out.push_str(&t.id);
             out.push_str(": ");
-            out.push_str(&serde_json::to_string(&t.input).unwrap_or_default());
+            out.push_str(&whittle_protocol::value_json(&t.input));
             out.push(']');
         }
         Block::ToolResult(r) => {

@@ -16,90 +16,103 @@ use serde_json::Value;
 
 /// `serde_json::to_string(message)`, faster.
 pub fn message_json(message: &Message) -> String {
-    let mut out = Vec::with_capacity(message.chars() + 16);
+    let mut out = String::with_capacity(message.chars() + 16);
     write_message(message, &mut out);
-    // Only whole UTF-8 strings and ASCII were written.
-    String::from_utf8(out).unwrap_or_default()
+    out
 }
 
-fn write_message(message: &Message, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"{\"role\":");
+/// `serde_json::to_string(value)`, faster.
+pub fn value_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(value, &mut out);
+    out
+}
+
+/// `serde_json::to_string(text)`: `text` as a JSON string, faster.
+pub fn str_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    write_str(text, &mut out);
+    out
+}
+
+fn write_message(message: &Message, out: &mut String) {
+    out.push_str("{\"role\":");
     write_str(message.role().as_str(), out);
-    out.extend_from_slice(b",\"content\":");
+    out.push_str(",\"content\":");
     match message.content() {
         Content::Text(text) => write_str(text, out),
         Content::Blocks(blocks) => write_blocks(blocks, out),
     }
     write_extra(message.extra(), out);
-    out.push(b'}');
+    out.push('}');
 }
 
-fn write_blocks(blocks: &[Block], out: &mut Vec<u8>) {
-    out.push(b'[');
+fn write_blocks(blocks: &[Block], out: &mut String) {
+    out.push('[');
     for (k, block) in blocks.iter().enumerate() {
         if k > 0 {
-            out.push(b',');
+            out.push(',');
         }
         write_block(block, out);
     }
-    out.push(b']');
+    out.push(']');
 }
 
 /// One block: `{"type":...,` its fields in declaration order (an absent
 /// option left out), then its extra fields.
-fn write_block(block: &Block, out: &mut Vec<u8>) {
+fn write_block(block: &Block, out: &mut String) {
     let extra = match block {
         Block::Text(b) => {
-            out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+            out.push_str("{\"type\":\"text\",\"text\":");
             write_str(&b.text, out);
             &b.extra
         }
         Block::ToolUse(b) => {
-            out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+            out.push_str("{\"type\":\"tool_use\",\"id\":");
             write_str(&b.id, out);
-            out.extend_from_slice(b",\"name\":");
+            out.push_str(",\"name\":");
             write_str(&b.name, out);
-            out.extend_from_slice(b",\"input\":");
+            out.push_str(",\"input\":");
             write_value(&b.input, out);
             &b.extra
         }
         Block::ToolResult(b) => {
-            out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+            out.push_str("{\"type\":\"tool_result\",\"tool_use_id\":");
             write_str(&b.tool_use_id, out);
             match &b.content {
                 Some(ToolResultContent::Text(text)) => {
-                    out.extend_from_slice(b",\"content\":");
+                    out.push_str(",\"content\":");
                     write_str(text, out);
                 }
                 Some(ToolResultContent::Blocks(blocks)) => {
-                    out.extend_from_slice(b",\"content\":");
+                    out.push_str(",\"content\":");
                     write_blocks(blocks, out);
                 }
                 None => {}
             }
             match b.is_error {
-                Some(true) => out.extend_from_slice(b",\"is_error\":true"),
-                Some(false) => out.extend_from_slice(b",\"is_error\":false"),
+                Some(true) => out.push_str(",\"is_error\":true"),
+                Some(false) => out.push_str(",\"is_error\":false"),
                 None => {}
             }
             &b.extra
         }
         Block::Thinking(b) => {
-            out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+            out.push_str("{\"type\":\"thinking\",\"thinking\":");
             write_str(&b.thinking, out);
             if let Some(signature) = &b.signature {
-                out.extend_from_slice(b",\"signature\":");
+                out.push_str(",\"signature\":");
                 write_str(signature, out);
             }
             &b.extra
         }
         Block::RedactedThinking(b) => {
-            out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
+            out.push_str("{\"type\":\"redacted_thinking\",\"data\":");
             write_str(&b.data, out);
             &b.extra
         }
         Block::Image(b) => {
-            out.extend_from_slice(b"{\"type\":\"image\",\"source\":");
+            out.push_str("{\"type\":\"image\",\"source\":");
             write_value(&b.source, out);
             &b.extra
         }
@@ -109,50 +122,50 @@ fn write_block(block: &Block, out: &mut Vec<u8>) {
         }
     };
     write_extra(extra, out);
-    out.push(b'}');
+    out.push('}');
 }
 
 /// `,"key":value` for each extra field, in the map's order.
-fn write_extra(extra: &Extra, out: &mut Vec<u8>) {
+fn write_extra(extra: &Extra, out: &mut String) {
     for (key, value) in extra {
-        out.push(b',');
+        out.push(',');
         write_str(key, out);
-        out.push(b':');
+        out.push(':');
         write_value(value, out);
     }
 }
 
-fn write_value(value: &Value, out: &mut Vec<u8>) {
+fn write_value(value: &Value, out: &mut String) {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
         // serde_json's own (integers and shortest floats), into the buffer.
         Value::Number(n) => {
-            let _ = serde_json::to_writer(&mut *out, n);
+            out.push_str(&serde_json::to_string(n).unwrap_or_default());
         }
         Value::String(s) => write_str(s, out),
         Value::Array(items) => {
-            out.push(b'[');
+            out.push('[');
             for (k, item) in items.iter().enumerate() {
                 if k > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
                 write_value(item, out);
             }
-            out.push(b']');
+            out.push(']');
         }
         Value::Object(map) => {
-            out.push(b'{');
+            out.push('{');
             for (k, (key, value)) in map.iter().enumerate() {
                 if k > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
                 write_str(key, out);
-                out.push(b':');
+                out.push(':');
                 write_value(value, out);
             }
-            out.push(b'}');
+            out.push('}');
         }
     }
 }
@@ -178,9 +191,9 @@ fn escape_bytes(word: u64) -> u64 {
 }
 
 /// `s` as a JSON string, escaped as serde_json escapes it.
-fn write_str(s: &str, out: &mut Vec<u8>) {
+fn write_str(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
-    out.push(b'"');
+    out.push('"');
     // Bytes before `start` are written.
     let mut start = 0;
     let mut words = bytes.chunks_exact(8);
@@ -191,7 +204,8 @@ fn write_str(s: &str, out: &mut Vec<u8>) {
         // Each byte to escape, in order (the lowest bit is the first byte).
         while found != 0 {
             let at = k * 8 + (found.trailing_zeros() / 8) as usize;
-            out.extend_from_slice(&bytes[start..at]);
+            // Escaped bytes are ASCII: the cuts are on character boundaries.
+            out.push_str(&s[start..at]);
             push_escape(bytes[at], out);
             start = at + 1;
             found &= found - 1;
@@ -200,19 +214,22 @@ fn write_str(s: &str, out: &mut Vec<u8>) {
     let tail = bytes.len() - words.remainder().len();
     for (at, &byte) in bytes.iter().enumerate().skip(tail) {
         if escape_of(byte).is_some() {
-            out.extend_from_slice(&bytes[start..at]);
+            // Escaped bytes are ASCII: the cuts are on character boundaries.
+            out.push_str(&s[start..at]);
             push_escape(byte, out);
             start = at + 1;
         }
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// The escape of `byte` (one that needs it) at the end of `out`.
-fn push_escape(byte: u8, out: &mut Vec<u8>) {
+fn push_escape(byte: u8, out: &mut String) {
     if let Some(escape) = escape_of(byte) {
-        out.extend_from_slice(escape.as_ref());
+        for &b in escape.as_ref() {
+            out.push(char::from(b));
+        }
     }
 }
 
@@ -355,14 +372,18 @@ mod tests {
             prop_assert_eq!(message_json(&message), serde_json::to_string(&message).unwrap());
         }
 
+        /// The bytes serde_json writes, for any value.
+        #[test]
+        fn a_value_is_written_as_serde_json_writes_it(v in value()) {
+            prop_assert_eq!(value_json(&v), serde_json::to_string(&v).unwrap());
+        }
+
         /// Strings long enough to be read a word at a time, with an
         /// escape anywhere in them.
         #[test]
         fn strings_are_escaped_as_serde_json_escapes_them(s in text(), pad in 0usize..17) {
             let s = format!("{}{s}{}", "x".repeat(pad), "y".repeat(pad));
-            let mut out = Vec::new();
-            write_str(&s, &mut out);
-            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&s).unwrap());
+            prop_assert_eq!(str_json(&s), serde_json::to_string(&s).unwrap());
         }
     }
 
@@ -383,12 +404,7 @@ mod tests {
         for c in chars {
             for offset in 0..17 {
                 let s = format!("{}{c}{}", "a".repeat(offset), "b".repeat(17 - offset));
-                let mut out = Vec::new();
-                write_str(&s, &mut out);
-                assert_eq!(
-                    String::from_utf8(out).unwrap(),
-                    serde_json::to_string(&s).unwrap()
-                );
+                assert_eq!(str_json(&s), serde_json::to_string(&s).unwrap());
             }
         }
     }

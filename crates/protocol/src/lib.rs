@@ -37,7 +37,7 @@ pub mod tool_names;
 mod usage;
 mod validate;
 
-pub use json_write::message_json;
+pub use json_write::{message_json, str_json, value_json};
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
     ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind, json_str_chars,

@@ -216,8 +216,8 @@ impl Compactor {
             return;
         }
         // The path as text without `Display` (a formatter per call): the
-        // same text, lossily converted the same way.
-        let place = self.store.transcript_path().to_string_lossy().into_owned();
+        // same text.
+        let place = crate::markers::path_text(&self.store.transcript_path()).into_owned();
         let all = 0..history.len();
         history.ledger_of(all.clone(), Some(&place), true);
         history.ledger_of(all, Some(&place), false);
