@@ -459,6 +459,9 @@ impl Recorder {
         for path in &facts.used {
             ledger.touch(path, &call.name, 1);
         }
+        if facts.mentioned.is_empty() {
+            return;
+        }
         let label = format!("{}{MENTION}", call.name);
         for path in &facts.mentioned {
             ledger.touch(path, &label, 1);

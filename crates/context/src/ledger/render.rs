@@ -348,7 +348,8 @@ fn shows_runs(c: &CommandRun, runs: u32) -> bool {
 /// How a command's exit status opens its line.
 const EXIT_OPEN: &str = "[exit ";
 
-/// Between a grouped command's line and its count.
+/// Between a grouped command's line and its count (what
+/// `rsplit_once_times` splits at).
 const RUNS: &str = " ×";
 /// The most runs a grouped line read back stands for (a marker edited by
 /// hand cannot make the ledger huge).
@@ -360,7 +361,7 @@ fn runs_suffix(line: &str) -> Option<(&str, usize)> {
     if !line.as_bytes().last().is_some_and(u8::is_ascii_digit) {
         return None;
     }
-    let (l, n) = line.rsplit_once(RUNS)?;
+    let (l, n) = rsplit_once_times(line)?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
