@@ -1,11 +1,22 @@
 //! The texts compaction leaves in the context, written and recognised in one place.
 
 use crate::Message;
+use std::borrow::Cow;
 use std::path::Path;
 
 pub(crate) const ARCHIVE_INFIX: &str = " messages archived at ";
 /// How a summary marker names its transcript, on the line before its ledger.
 pub(crate) const TRANSCRIPT_LINE: &str = "Full transcript: ";
+
+/// A path as the text a marker names it by: what `Display` and
+/// `to_string_lossy` give, borrowed when it is UTF-8 (checked at once,
+/// not a piece at a time as the lossy conversion reads it).
+pub(crate) fn path_text(path: &Path) -> Cow<'_, str> {
+    match path.to_str() {
+        Some(text) => Cow::Borrowed(text),
+        None => path.to_string_lossy(),
+    }
+}
 
 /// First line of the message that replaces a summarized history.
 pub const COMPACTED_HEADER: &str = "[Compacted]";
@@ -22,7 +33,7 @@ pub fn archive_marker(
     ledger: &str,
 ) -> Message {
     let lines = lines.map_or_else(String::new, |(a, b)| format!(", lines {a}-{b}"));
-    let mut text = format!("[{count}{ARCHIVE_INFIX}{}{lines}]", transcript.display());
+    let mut text = format!("[{count}{ARCHIVE_INFIX}{}{lines}]", path_text(transcript));
     if !ledger.is_empty() {
         text.push_str(
             "
@@ -56,13 +67,30 @@ pub fn compacted_message(
     transcript: &Path,
     ledger: &str,
 ) -> Message {
-    let quoted = serde_json::to_string(summary).unwrap_or_default();
-    let mut text = format!(
-        "{header}\n\nCurrent user request:\n{request}\n\n\
-         Conversation summary (reference only):\n{quoted}\n\n\
-         {TRANSCRIPT_LINE}{}",
-        transcript.display()
-    );
+    let quoted = whittle_protocol::str_json(summary);
+    let place = path_text(transcript);
+    // Written in pieces, in one allocation: a summary marker is made (or
+    // sized) on every compaction.
+    let pieces = [
+        header,
+        "\n\nCurrent user request:\n",
+        request,
+        "\n\nConversation summary (reference only):\n",
+        &quoted,
+        "\n\n",
+        TRANSCRIPT_LINE,
+        &place,
+    ];
+    let ledger_len = if ledger.is_empty() {
+        0
+    } else {
+        2 + ledger.len()
+    };
+    let mut text =
+        String::with_capacity(pieces.iter().map(|p| p.len()).sum::<usize>() + ledger_len);
+    for piece in pieces {
+        text.push_str(piece);
+    }
     if !ledger.is_empty() {
         text.push_str("\n\n");
         text.push_str(ledger);
@@ -101,6 +129,43 @@ mod tests {
             let without = compacted_message(COMPACTED_HEADER, &request, &summary, place, "").chars();
             let with = compacted_message(COMPACTED_HEADER, &request, &summary, place, &ledger).chars();
             prop_assert_eq!(compacted_chars_with(without, &ledger), with);
+        }
+
+        /// Written in pieces, the marker reads as the one formatted whole.
+        #[test]
+        fn a_marker_written_in_pieces_is_the_formatted_one(
+            request in "(\\PC|\n|\")*",
+            summary in "(\\PC|\n|\")*",
+            ledger in "(\\PC|\n)*",
+            place in "(\\PC|/)*",
+        ) {
+            let quoted = serde_json::to_string(&summary).unwrap();
+            let mut formatted = format!(
+                "{COMPACTED_HEADER}\n\nCurrent user request:\n{request}\n\n\
+                 Conversation summary (reference only):\n{quoted}\n\n\
+                 {TRANSCRIPT_LINE}{}",
+                Path::new(&place).display()
+            );
+            if !ledger.is_empty() {
+                formatted.push_str("\n\n");
+                formatted.push_str(&ledger);
+            }
+            let written = compacted_message(COMPACTED_HEADER, &request, &summary, Path::new(&place), &ledger);
+            prop_assert_eq!(written.text(), formatted);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_reads_as_displayed() {
+        use std::os::unix::ffi::OsStrExt;
+        for bytes in [
+            &b"/t/x.jsonl"[..],
+            b"/t/\xffx\xc3.jsonl",
+            "/t/\u{e9}".as_bytes(),
+        ] {
+            let p = Path::new(std::ffi::OsStr::from_bytes(bytes));
+            assert_eq!(path_text(p), p.display().to_string());
         }
     }
 

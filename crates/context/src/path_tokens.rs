@@ -129,18 +129,77 @@ const EXTENSIONS: &[&str] = &[
 /// operators, trimmed of punctuation, kept when made of path characters and
 /// holding a `/` or ending in a known file extension.
 pub fn path_tokens(text: &str) -> Vec<&str> {
-    const SPLIT: &[char] = &['"', '\'', '`', ';', '|', '&', '<', '>', '(', ')', '=', ','];
     const LEADING: &[char] = &['[', '{', ':', '!', '?', '*', '@', '#'];
     const TRAILING: &[char] = &[']', '}', ':', '.', '!', '?', '*', '\\'];
-    text.split(|c: char| c.is_whitespace() || SPLIT.contains(&c))
+    words(text)
         .map(|t| t.trim_start_matches(LEADING).trim_end_matches(TRAILING))
         .filter(|t| is_path_like(t))
         .collect()
 }
 
+/// Where [`path_tokens`] splits text besides whitespace: quotes and shell
+/// operators.
+const SPLIT: &[char] = &['"', '\'', '`', ';', '|', '&', '<', '>', '(', ')', '=', ','];
+
+/// ASCII bytes that split words: whitespace as `char::is_whitespace` says
+/// (tab to carriage return, and space) and [`SPLIT`].
+const SPLITS_ASCII: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut b = 0x09;
+    while b <= 0x0D {
+        table[b] = true;
+        b += 1;
+    }
+    table[b' ' as usize] = true;
+    let mut k = 0;
+    while k < SPLIT.len() {
+        table[SPLIT[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// `text.split(|c| c.is_whitespace() || SPLIT.contains(&c))`, with an
+/// ASCII byte looked up in a table rather than decoded and compared with
+/// each of [`SPLIT`]: every string of every tool call's input is split.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut at = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        while at < bytes.len() {
+            let b = bytes[at];
+            let (splits, len) = if b < 0x80 {
+                (SPLITS_ASCII[usize::from(b)], 1)
+            } else {
+                let c = text[at..].chars().next().unwrap_or(' ');
+                (c.is_whitespace(), c.len_utf8())
+            };
+            if splits {
+                let word = &text[start..at];
+                at += len;
+                start = at;
+                return Some(word);
+            }
+            at += len;
+        }
+        done = true;
+        Some(&text[start..])
+    })
+}
+
 /// Whether one word looks like a path (see [`path_tokens`]).
 pub fn is_path_like(token: &str) -> bool {
     let allowed = |c: char| c.is_alphanumeric() || "/._-~+@:%".contains(c);
+    // Neither a `/` nor a `.` (an extension's): not a path, known in one
+    // pass over the bytes (most words of a command or a script).
+    if !token.bytes().any(|b| b == b'/' || b == b'.') {
+        return false;
+    }
     !token.starts_with('-')
         && token.chars().any(char::is_alphanumeric)
         && token.chars().all(allowed)
@@ -175,7 +234,20 @@ pub fn tool_input_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::path_tokens;
+    use super::{SPLIT, path_tokens, words};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Split with the table, words are those the character test gives.
+        #[test]
+        fn words_are_split_as_by_the_character_test(
+            text in "([ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2028}\u{3000}\"'`;|&<>()=,/._a-z]|\\PC)*"
+        ) {
+            let by_char: Vec<&str> =
+                text.split(|c: char| c.is_whitespace() || SPLIT.contains(&c)).collect();
+            prop_assert_eq!(words(&text).collect::<Vec<_>>(), by_char);
+        }
+    }
 
     #[test]
     fn paths_are_words_with_a_slash_or_a_file_extension() {

@@ -245,7 +245,10 @@ fn render_message(m: &Message) -> String {
         Role::User => "user",
         Role::Assistant => "assistant",
     };
-    let mut out = format!("[{role}]\n");
+    let mut out = String::with_capacity(m.chars() + 16);
+    out.push('[');
+    out.push_str(role);
+    out.push_str("]\n");
     match m.content() {
         Content::Text(t) => out.push_str(t),
         Content::Blocks(blocks) => {
@@ -262,7 +265,15 @@ fn render_block(b: &Block, out: &mut String) {
     match b {
         Block::Text(t) => out.push_str(&t.text),
         Block::ToolUse(t) => {
-            out.push_str(&format!("[tool call {} {}: {}]", t.name, t.id, t.input));
+            // The input as `Display` writes it (compact JSON), serialized
+            // once rather than through a formatter a piece at a time.
+            out.push_str("[tool call ");
+            out.push_str(&t.name);
+            out.push(' ');
+            out.push_str(&t.id);
+            out.push_str(": ");
+            out.push_str(&whittle_protocol::value_json(&t.input));
+            out.push(']');
         }
         Block::ToolResult(r) => {
             let error = if r.is_error == Some(true) {
@@ -270,7 +281,10 @@ fn render_block(b: &Block, out: &mut String) {
             } else {
                 ""
             };
-            out.push_str(&format!("[tool result {}{error}]\n", r.tool_use_id));
+            out.push_str("[tool result ");
+            out.push_str(&r.tool_use_id);
+            out.push_str(error);
+            out.push_str("]\n");
             match &r.content {
                 Some(ToolResultContent::Text(s)) => out.push_str(s),
                 Some(ToolResultContent::Blocks(bs)) => {
@@ -294,6 +308,22 @@ fn render_block(b: &Block, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_call_renders_as_formatted() {
+        let input =
+            serde_json::json!({"command": "ls \"a\"\n\u{1}é", "n": [1, 2.5, null, true], "o": {}});
+        let call = Message::assistant_blocks(vec![Block::ToolUse(crate::ToolUse {
+            id: "t1".into(),
+            name: "Bash".into(),
+            input: input.clone(),
+            extra: Default::default(),
+        })]);
+        assert_eq!(
+            render_message(&call),
+            format!("[assistant]\n[tool call Bash t1: {input}]\n\n\n")
+        );
+    }
 
     #[test]
     fn short_histories_are_rendered_whole() {

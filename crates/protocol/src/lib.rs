@@ -29,6 +29,7 @@
 //! assert_eq!(redactor.redact("key=sk-live-0123456789"), "key=[REDACTED]");
 //! ```
 
+mod json_write;
 mod message;
 mod redact;
 mod text;
@@ -36,6 +37,7 @@ pub mod tool_names;
 mod usage;
 mod validate;
 
+pub use json_write::{message_json, str_json, value_json};
 pub use message::{
     Block, Content, Extra, Image, Message, RedactedThinking, Role, TextBlock, Thinking, ToolResult,
     ToolResultContent, ToolSpec, ToolUse, json_chars, json_kind, json_str_chars,

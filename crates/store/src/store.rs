@@ -45,6 +45,16 @@ struct Shared {
     /// how the transcript knows it may name a file instead of copying text.
     saved: HashMap<String, SavedOutput>,
     transcript: Transcript,
+    /// Paths read back out of markers that resolved to a file inside the
+    /// store, by their text: canonical form and all (see
+    /// [`Store::trusted_path`]). Resolving a path reads every folder on its
+    /// way (a system call each), and micro_compact asks about every old
+    /// result on every call that it runs.
+    trusted: HashMap<String, PathBuf>,
+    /// The root's canonical form, once it exists.
+    canonical_root: Option<PathBuf>,
+    /// Whether `tool-results/` was made: made once, not on every save.
+    results_dir_made: bool,
 }
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -74,6 +84,9 @@ impl Store {
             shared: Arc::new(Mutex::new(Shared {
                 saved: HashMap::new(),
                 transcript,
+                trusted: HashMap::new(),
+                canonical_root: None,
+                results_dir_made: false,
             })),
             redactor: Redactor::default(),
         }
@@ -142,8 +155,7 @@ impl Store {
         {
             return Ok(known);
         }
-        let dir = self.tool_results_dir();
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let dir = self.results_dir()?;
         let stem = sanitize_file_stem(tool_use_id);
         for n in 0..1000u32 {
             let path = dir.join(numbered_name(&stem, n, "txt"));
@@ -151,7 +163,16 @@ impl Store {
                 Ok(existing) if existing == text.as_bytes() => {}
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
+                    write_atomic(&path, text.as_bytes())
+                        .or_else(|e| {
+                            // The folder was removed since this store made it.
+                            if e.kind() != io::ErrorKind::NotFound {
+                                return Err(e);
+                            }
+                            fs::create_dir_all(&dir)?;
+                            write_atomic(&path, text.as_bytes())
+                        })
+                        .map_err(io_err(&path))?;
                 }
                 Err(e) => return Err(io_err(&path)(e)),
             }
@@ -167,6 +188,16 @@ impl Store {
             dir,
             id: tool_use_id.to_string(),
         })
+    }
+
+    /// `tool-results/`, made if this store has not made it yet.
+    fn results_dir(&self) -> Result<PathBuf, StoreError> {
+        let dir = self.tool_results_dir();
+        if !self.lock().results_dir_made {
+            fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+            self.lock().results_dir_made = true;
+        }
+        Ok(dir)
     }
 
     /// The output this store saved last for `tool_use_id`, if any.
@@ -238,7 +269,9 @@ impl Store {
     /// is written as a persisted-output marker naming the file, not copied.
     pub fn archive(&self, messages: &[Message]) -> Result<ArchivedSpan, StoreError> {
         let mut shared = self.lock();
-        let Shared { saved, transcript } = &mut *shared;
+        let Shared {
+            saved, transcript, ..
+        } = &mut *shared;
         transcript.append(messages, saved, &self.redactor)
     }
 
@@ -257,10 +290,36 @@ impl Store {
     /// The canonical form of `candidate` if it names an existing file inside
     /// this store; `None` for anything else, including paths that escape
     /// through `..` or symlinks.
+    ///
+    /// A path that resolved inside the store once is remembered with its
+    /// canonical form (the folders on its way are the store's); asked
+    /// again, it is trusted while that form is still a regular file, not a
+    /// link: one system call, not one per folder.
     pub fn trusted_path(&self, candidate: &str) -> Option<PathBuf> {
-        let root = fs::canonicalize(&self.root).ok()?;
+        let known = self.lock().trusted.get(candidate).cloned();
+        if let Some(path) = known {
+            let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+            return regular.then_some(path);
+        }
+        let root = self.canonical_root()?;
         let path = fs::canonicalize(candidate).ok()?;
-        (path.starts_with(&root) && path.is_file()).then_some(path)
+        if !(path.starts_with(&root) && path.is_file()) {
+            return None;
+        }
+        self.lock()
+            .trusted
+            .insert(candidate.to_owned(), path.clone());
+        Some(path)
+    }
+
+    /// The root's canonical form (`None` while it does not exist), resolved once.
+    fn canonical_root(&self) -> Option<PathBuf> {
+        if let Some(root) = self.lock().canonical_root.clone() {
+            return Some(root);
+        }
+        let root = fs::canonicalize(&self.root).ok()?;
+        self.lock().canonical_root = Some(root.clone());
+        Some(root)
     }
 
     /// The path a compaction marker in this result's content points to, if
@@ -270,6 +329,13 @@ impl Store {
     pub fn saved_path(&self, result: &ToolResult) -> Option<PathBuf> {
         self.trusted_path(saved_path_text(result.content_str()?)?)
     }
+}
+
+/// This process's id, asked of the system once (a system call each time
+/// otherwise, and a temporary file name needs it on every save).
+fn process_id() -> u32 {
+    static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ID.get_or_init(std::process::id)
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
@@ -352,7 +418,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}-{seq}", std::process::id()));
+    tmp_name.push(format!(".tmp-{}-{seq}", process_id()));
     let tmp = dir.join(tmp_name);
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
@@ -448,6 +514,43 @@ mod tests {
         assert_eq!(store.trusted_path(&sneaky), None);
         assert_eq!(store.trusted_path("/etc/passwd"), None);
         assert!(store.trusted_path(inside.to_str().unwrap()).is_some());
+    }
+
+    #[test]
+    fn a_path_trusted_once_is_trusted_while_it_is_the_same_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("s"));
+        let outside = dir.path().join("secret.txt");
+        fs::write(&outside, "x").unwrap();
+        let inside = store.persist_tool_result("t", "x").unwrap().path;
+        let text = inside.to_str().unwrap();
+        let canon = fs::canonicalize(&inside).unwrap();
+        assert_eq!(store.trusted_path(text), Some(canon.clone()));
+        // Asked again (remembered), the same answer.
+        assert_eq!(store.trusted_path(text), Some(canon.clone()));
+        // Gone: not trusted; back: trusted again.
+        fs::remove_file(&inside).unwrap();
+        assert_eq!(store.trusted_path(text), None);
+        fs::write(&inside, "x").unwrap();
+        assert_eq!(store.trusted_path(text), Some(canon.clone()));
+        // Replaced by a link to a file outside: not trusted.
+        fs::remove_file(&inside).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&outside, &inside).unwrap();
+            assert_eq!(store.trusted_path(text), None);
+            assert_eq!(Store::new(dir.path().join("s")).trusted_path(text), None);
+        }
+    }
+
+    #[test]
+    fn a_removed_results_folder_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("s"));
+        store.persist_tool_result("a", "x").unwrap();
+        fs::remove_dir_all(store.tool_results_dir()).unwrap();
+        let saved = store.persist_tool_result("b", "y").unwrap();
+        assert_eq!(fs::read_to_string(saved.path).unwrap(), "y");
     }
 
     #[test]

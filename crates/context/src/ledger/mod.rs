@@ -16,6 +16,7 @@
 
 mod choose;
 mod command_paths;
+mod find;
 mod memo;
 mod render;
 mod tree;
@@ -290,6 +291,16 @@ impl Ledger {
             }
         }
     }
+
+    /// [`Ledger::touch_at`] of a path not in `files`, given owned.
+    fn touch_new(&mut self, path: String, tool: &str, times: u32) {
+        let seq = self.tick();
+        self.files.push(FileUse {
+            path,
+            uses: vec![(tool.to_owned(), times)],
+            last: seq,
+        });
+    }
 }
 
 /// Remembers which tool call each result answers while messages are read.
@@ -448,6 +459,9 @@ impl Recorder {
         for path in &facts.used {
             ledger.touch(path, &call.name, 1);
         }
+        if facts.mentioned.is_empty() {
+            return;
+        }
         let label = format!("{}{MENTION}", call.name);
         for path in &facts.mentioned {
             ledger.touch(path, &label, 1);
@@ -577,13 +591,13 @@ fn one_line_of(command: &str) -> String {
 /// `error` when only the result's error flag says how it went.
 fn exit_status(text: &str, is_error: bool) -> Option<String> {
     const CODE: &str = "[exit code: ";
-    if let Some(at) = text.rfind(CODE) {
+    if let Some(at) = find::rfind_str(text, CODE) {
         let rest = &text[at + CODE.len()..];
         if let Some(end) = rest.find(']') {
             return Some(rest[..end].to_owned());
         }
     }
-    if let Some(at) = text.rfind("Exit code ") {
+    if let Some(at) = find::rfind_str(text, "Exit code ") {
         let code: String = text[at + 10..]
             .chars()
             .take_while(char::is_ascii_digit)

@@ -7,6 +7,7 @@
 //! read exactly as written, which is also how the model and a survival
 //! probe search for them).
 
+use super::find::{rsplit_once_times, split_once_pair, split_pairs};
 use super::tree::{PathTree, expand_files};
 use super::{CommandRun, ErrorLine, FileUse, Ledger, Omitted, PersonMessage};
 use crate::markers::{ARCHIVE_INFIX, COMPACTED_HEADER, REACTIVE_HEADER, TRANSCRIPT_LINE};
@@ -53,19 +54,23 @@ impl Ledger {
         if budget_chars == 0 || self.is_empty() {
             return String::new();
         }
-        let mut fixed = String::new();
-        let _ = writeln!(fixed, "{LEDGER_OPEN}\n{INTRO}");
+        // Sized for the budget at once: grown by doubling, the section was
+        // copied several times over while it was written.
+        let mut fixed = String::with_capacity(budget_chars + HEADINGS_ROOM);
+        push_line(&mut fixed, LEDGER_OPEN);
+        push_line(&mut fixed, INTRO);
         if !self.person.is_empty() {
-            let _ = writeln!(fixed, "{PERSON}");
+            push_line(&mut fixed, PERSON);
             let whole_up_to = (budget_chars / 8).clamp(PERSON_HEAD_MIN, PERSON_HEAD_MAX);
             for p in &self.person {
                 push_person_lines(p, whole_up_to, &mut fixed);
             }
         }
         if !self.todos.is_empty() {
-            let _ = writeln!(fixed, "{TODOS}");
+            push_line(&mut fixed, TODOS);
             for t in &self.todos {
-                let _ = writeln!(fixed, "- {}", controls_to_spaces(t));
+                fixed.push_str("- ");
+                push_line(&mut fixed, &controls_to_spaces(t));
             }
         }
         // The transcript the marker itself names is not listed again: read
@@ -77,9 +82,10 @@ impl Ledger {
             .collect();
         let mut places = String::new();
         if !other_places.is_empty() || !self.outputs.is_empty() {
-            let _ = writeln!(places, "{PLACES}");
+            push_line(&mut places, PLACES);
             for p in other_places.iter().take(MAX_PLACES) {
-                let _ = writeln!(places, "- {}", controls_to_spaces(p));
+                places.push_str("- ");
+                push_line(&mut places, &controls_to_spaces(p));
             }
             if other_places.len() > MAX_PLACES {
                 let _ = writeln!(
@@ -103,7 +109,7 @@ impl Ledger {
         let kept = self.choose_within(&mut left);
         let mut out = fixed;
         if !kept.files.is_empty() {
-            let _ = writeln!(out, "{FILES}");
+            push_line(&mut out, FILES);
             let tail = |i: usize, out: &mut String| push_file_tail(&self.files[i], out);
             // In first-use order: the order of their indices.
             if !kept.tree.render_in_entry_order(&mut out, tail) {
@@ -116,31 +122,36 @@ impl Ledger {
             }
         }
         if !kept.commands.is_empty() {
-            let _ = writeln!(out, "{COMMANDS}");
+            push_line(&mut out, COMMANDS);
             for (&i, &runs) in kept.commands.iter().zip(&kept.command_runs) {
                 push_command_line(&self.commands[i], runs, &mut out);
             }
         }
         if !kept.errors.is_empty() {
-            let _ = writeln!(out, "{ERRORS}");
+            push_line(&mut out, ERRORS);
             for &i in &kept.errors {
                 out.push_str(&error_line(&self.errors[i]));
             }
         }
         out.push_str(&places);
-        let mut omitted = self.omitted.clone();
-        omitted.files += self.files.len() - kept.files.len() - kept.covered;
-        omitted.commands += self.commands.len() - kept.commands.len() - kept.grouped;
-        omitted.errors += self.errors.len() - kept.errors.len();
-        if !omitted.is_empty() {
+        // The counts, and the places as borrowed (the earlier ledgers'
+        // places were copied on every rendering).
+        let counts = [
+            self.omitted.files + self.files.len() - kept.files.len() - kept.covered,
+            self.omitted.commands + self.commands.len() - kept.commands.len() - kept.grouped,
+            self.omitted.errors + self.errors.len() - kept.errors.len(),
+        ];
+        if counts.iter().any(|&n| n > 0) {
             // A place named above (or by the marker) is not repeated.
-            let listed: Vec<&String> = other_places.iter().take(MAX_PLACES).copied().collect();
-            omitted
+            let listed = &other_places[..other_places.len().min(MAX_PLACES)];
+            let places = self
+                .omitted
                 .places
-                .retain(|p| !listed.contains(&p) && Some(p.as_str()) != named_by_marker);
-            let _ = writeln!(out, "{NOT_SHOWN}");
+                .iter()
+                .filter(|p| !listed.contains(p) && Some(p.as_str()) != named_by_marker);
+            push_line(&mut out, NOT_SHOWN);
             out.push_str("- ");
-            push_omitted_line(&omitted, &mut out);
+            push_omitted_line(counts, places, &mut out);
             out.push('\n');
         }
         out.push_str(LEDGER_CLOSE);
@@ -216,7 +227,8 @@ fn push_file_tail(f: &FileUse, out: &mut String) {
         }
         out.push_str(tool);
         if *n != 1 {
-            let _ = write!(out, " ×{n}");
+            out.push_str(" ×");
+            push_decimal(*n, out);
         }
     }
     out.push(')');
@@ -233,6 +245,32 @@ pub(super) fn file_tail_len(f: &FileUse) -> usize {
         })
         .sum();
     " (".len() + uses + ", ".len() * f.uses.len().saturating_sub(1) + ")".len()
+}
+
+/// `line` and a newline, at the end of `out`.
+fn push_line(out: &mut String, line: &str) {
+    out.push_str(line);
+    out.push('\n');
+}
+
+/// `n` in decimal at the end of `out`, as `write!` writes it (without a
+/// formatter: file tails and run counts are written on every rendering).
+fn push_decimal(n: u32, out: &mut String) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        // A digit: always below 10.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
 }
 
 /// How many digits `n` has in decimal.
@@ -259,7 +297,8 @@ pub(super) fn push_command_line(c: &CommandRun, runs: u32, out: &mut String) {
     }
     out.push_str(&c.line);
     if shows_runs(c, runs) {
-        let _ = write!(out, "{RUNS}{runs}");
+        out.push_str(RUNS);
+        push_decimal(runs, out);
     }
     out.push('\n');
 }
@@ -309,7 +348,8 @@ fn shows_runs(c: &CommandRun, runs: u32) -> bool {
 /// How a command's exit status opens its line.
 const EXIT_OPEN: &str = "[exit ";
 
-/// Between a grouped command's line and its count.
+/// Between a grouped command's line and its count (what
+/// `rsplit_once_times` splits at).
 const RUNS: &str = " ×";
 /// The most runs a grouped line read back stands for (a marker edited by
 /// hand cannot make the ledger huge).
@@ -321,7 +361,7 @@ fn runs_suffix(line: &str) -> Option<(&str, usize)> {
     if !line.as_bytes().last().is_some_and(u8::is_ascii_digit) {
         return None;
     }
-    let (l, n) = line.rsplit_once(RUNS)?;
+    let (l, n) = rsplit_once_times(line)?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -334,12 +374,12 @@ pub(super) fn error_line(e: &ErrorLine) -> String {
 
 /// `2 older files, 5 older commands; in: PLACES` (or `; in the places
 /// named above`), written at the end of `out`.
-fn push_omitted_line(o: &Omitted, out: &mut String) {
-    let counts = [
-        (o.files, "files"),
-        (o.commands, "commands"),
-        (o.errors, "errors"),
-    ];
+fn push_omitted_line<'a>(
+    [files, commands, errors]: [usize; 3],
+    places: impl Iterator<Item = &'a String>,
+    out: &mut String,
+) {
+    let counts = [(files, "files"), (commands, "commands"), (errors, "errors")];
     for (k, (n, what)) in counts.into_iter().filter(|(n, _)| *n > 0).enumerate() {
         if k > 0 {
             out.push_str(", ");
@@ -348,12 +388,13 @@ fn push_omitted_line(o: &Omitted, out: &mut String) {
         out.push_str(" older ");
         out.push_str(what);
     }
-    if o.places.is_empty() {
+    let mut places = places.peekable();
+    if places.peek().is_none() {
         out.push_str("; in the places named above");
         return;
     }
     out.push_str("; in: ");
-    for (k, place) in o.places.iter().enumerate() {
+    for (k, place) in places.enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
@@ -364,6 +405,12 @@ fn push_omitted_line(o: &Omitted, out: &mut String) {
 /// The ledger section at the end of a compaction marker's text (between
 /// and without its delimiter lines), if the text is one.
 pub fn ledger_section(text: &str) -> Option<&str> {
+    ledger_section_at(text).map(|(_, section)| section)
+}
+
+/// [`ledger_section`], with where its opening line ([`OPEN_LINE`]) is in
+/// `text`.
+fn ledger_section_at(text: &str) -> Option<(usize, &str)> {
     let first = text.lines().next()?;
     let is_marker = first == COMPACTED_HEADER
         || first == REACTIVE_HEADER
@@ -373,7 +420,7 @@ pub fn ledger_section(text: &str) -> Option<&str> {
     }
     let body = text.strip_suffix(LEDGER_CLOSE)?;
     let at = rfind_open_line(body)?;
-    Some(&body[at + OPEN_LINE.len()..])
+    Some((at, &body[at + OPEN_LINE.len()..]))
 }
 
 /// `body.rfind(OPEN_LINE)`, found from the `<`s (few in a marker, and
@@ -402,8 +449,9 @@ pub fn ledger_file_paths(section: &str) -> Vec<String> {
 
 /// The transcript a marker with a ledger names: in a snip marker's first
 /// line, or on the line of a summary marker just before its ledger (after
-/// the quoted summary, so a request cannot imitate it).
-fn marker_transcript(text: &str) -> Option<&str> {
+/// the quoted summary, so a request cannot imitate it). `open` is where
+/// the ledger's opening line is ([`ledger_section_at`]).
+fn marker_transcript(text: &str, open: usize) -> Option<&str> {
     let first = text.lines().next()?;
     if let Some((_, rest)) = first
         .strip_prefix('[')
@@ -416,15 +464,27 @@ fn marker_transcript(text: &str) -> Option<&str> {
         };
         return Some(path);
     }
-    let before = &text[..text.rfind(OPEN_PARAGRAPH)?];
+    let before = &text[..rfind_open_paragraph(text, open)?];
     before.lines().last()?.strip_prefix(TRANSCRIPT_LINE)
+}
+
+/// `text.rfind(OPEN_PARAGRAPH)`, knowing that the last [`OPEN_LINE`] of
+/// `text` is at `open`: no [`OPEN_PARAGRAPH`] starts after `open - 1` (it
+/// would hold a later opening line), and one starts there when the byte
+/// before `open` is a newline. Only otherwise is the text before searched
+/// (it was searched whole, from its end, through the whole ledger).
+fn rfind_open_paragraph(text: &str, open: usize) -> Option<usize> {
+    match open.checked_sub(1) {
+        Some(at) if text.as_bytes()[at] == b'\n' => Some(at),
+        _ => text[..open + OPEN_LINE.len()].rfind(OPEN_PARAGRAPH),
+    }
 }
 
 /// The ledger a compaction marker carries, read back.
 pub(super) fn read_back(text: &str) -> Option<Ledger> {
-    let section = ledger_section(text)?;
+    let (open, section) = ledger_section_at(text)?;
     let mut ledger = Ledger::default();
-    if let Some(t) = marker_transcript(text) {
+    if let Some(t) = marker_transcript(text, open) {
         ledger.places.insert(t.to_owned());
     }
     let mut heading = "";
@@ -474,10 +534,10 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
             COMMANDS => {
                 let (exit, line) = entry
                     .strip_prefix(EXIT_OPEN)
-                    .and_then(|r| r.split_once("] "))
+                    .and_then(|r| split_once_pair(r, b']', b' '))
                     .map_or((None, entry), |(e, l)| ((e != "?").then_some(e), l));
                 let (line, runs) = runs_suffix(line).unwrap_or((line, 1));
-                commands.push((line.to_owned(), exit.map(str::to_owned), runs));
+                commands.push((line, exit, runs));
             }
             ERRORS => errors.push(entry.to_owned()),
             PLACES if !entry.starts_with("and ") => match entry.split_once(OUTPUTS_IN) {
@@ -494,18 +554,33 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
         }
     }
     // Every file is looked up by its path here, not among all the files
-    // before it (`touch`'s search): the ledger has no other files yet.
-    let mut found: HashMap<String, usize, FixedState> = HashMap::default();
-    for (path, uses) in expand_files(file_lines) {
-        for u in uses.split(", ") {
-            let (tool, n) = match u.rsplit_once(" ×") {
+    // before it (`touch`'s search): the ledger has no other files yet. A
+    // path's place among the files is known before any is touched (the
+    // order of first lines), so each path moves into its entry, not copied.
+    let expanded = expand_files(file_lines);
+    let slots: Vec<usize> = {
+        let mut first: HashMap<&str, usize, FixedState> = HashMap::default();
+        expanded
+            .iter()
+            .map(|(path, _)| {
+                let next = first.len();
+                *first.entry(path.as_str()).or_insert(next)
+            })
+            .collect()
+    };
+    for ((path, uses), slot) in expanded.into_iter().zip(slots) {
+        let mut path = Some(path);
+        for u in split_pairs(uses, b',', b' ') {
+            let (tool, n) = match rsplit_once_times(u) {
                 Some((tool, n)) => (tool, n.parse().unwrap_or(1)),
                 None => (u, 1),
             };
-            let known = found.get(&path).copied();
-            let at = ledger.touch_at(known, &path, tool, n);
-            if known.is_none() {
-                found.insert(path.clone(), at);
+            match path.take() {
+                // A line always has a use: the first use of a path's first line adds it.
+                Some(p) if slot == ledger.files.len() => ledger.touch_new(p, tool, n),
+                _ => {
+                    ledger.touch_at(Some(slot), "", tool, n);
+                }
             }
         }
     }
@@ -514,9 +589,9 @@ pub(super) fn read_back(text: &str) -> Option<Ledger> {
     // the newest with the exit status shown, so the count carries over.
     for (line, exit, runs) in commands.into_iter().rev() {
         for _ in 1..runs {
-            ledger.push_command(line.clone(), None);
+            ledger.push_command(line.to_owned(), None);
         }
-        ledger.push_command(line, exit);
+        ledger.push_command(line.to_owned(), exit.map(str::to_owned));
     }
     for line in errors.into_iter().rev() {
         ledger.push_error(line);
@@ -551,4 +626,35 @@ fn read_omitted(entry: &str) -> Omitted {
         .map(str::to_owned)
         .collect();
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A number is written as a formatter writes it.
+        #[test]
+        fn decimals_are_written_as_formatted(n in any::<u32>()) {
+            let mut out = String::from("x");
+            push_decimal(n, &mut out);
+            prop_assert_eq!(out, format!("x{n}"));
+        }
+
+        /// The summary marker's paragraph before its ledger is found where
+        /// a search of the whole text finds it.
+        #[test]
+        fn the_open_paragraph_is_the_last_one(
+            before in "(\n|<state-ledger>|x|é)*",
+            gap in "(\n|x)?",
+            section in "(- |  |x|<|\n)*",
+        ) {
+            let text = format!("{COMPACTED_HEADER}\n{before}{gap}{OPEN_LINE}{section}{LEDGER_CLOSE}");
+            let body = text.strip_suffix(LEDGER_CLOSE).unwrap();
+            if let Some(open) = rfind_open_line(body) {
+                prop_assert_eq!(rfind_open_paragraph(&text, open), text.rfind(OPEN_PARAGRAPH));
+            }
+        }
+    }
 }

@@ -32,6 +32,7 @@
 //! are chosen; it can be less than nothing, when the file makes a folder
 //! line that shortens the lines already under it.
 
+use super::find::rsplit_once_pair;
 use std::ops::Range;
 
 /// A folder without an entry of its own whose whole path is shorter than
@@ -47,12 +48,17 @@ pub(super) struct PathTree {
     /// Whether two entries have the same path: then the tree's shape
     /// depends on the order they came in (see [`PathTree::render_in_entry_order`]).
     duplicates: bool,
+    /// The nodes' texts, each a range of it: a folder split off a node
+    /// takes the front of the node's range, so no text is copied or
+    /// allocated apart (a tree is built on every rendering of a ledger).
+    texts: String,
 }
 
 #[derive(Clone, Debug)]
 struct Node {
-    /// The path's text after the node above's: whole segments.
-    text: String,
+    /// The path's text after the node above's (whole segments), as a
+    /// range of [`PathTree::texts`].
+    text: Range<usize>,
     /// Bytes of the whole path up to and with `text`.
     full: usize,
     /// In the order they came.
@@ -111,7 +117,7 @@ impl Default for PathTree {
     fn default() -> Self {
         PathTree {
             nodes: vec![Node {
-                text: String::new(),
+                text: 0..0,
                 full: 0,
                 children: Vec::new(),
                 entry: None,
@@ -119,6 +125,7 @@ impl Default for PathTree {
                 heads: 0,
             }],
             duplicates: false,
+            texts: String::new(),
         }
     }
 }
@@ -161,6 +168,11 @@ fn common_segments(a: &str, b: &str) -> usize {
 }
 
 impl PathTree {
+    /// Node `n`'s text.
+    fn text(&self, n: usize) -> &str {
+        &self.texts[self.nodes[n].text.clone()]
+    }
+
     /// Where `path` would go.
     pub(super) fn place(&self, path: &str) -> Place {
         let mut chain = Vec::with_capacity(8);
@@ -177,14 +189,16 @@ impl PathTree {
             let node = place.chain[place.chain.len() - 1];
             let rest = &path[place.at..];
             let first = first_segment(rest);
-            let found = self.nodes[node].children.iter().enumerate().find(|(_, c)| {
-                !first.is_empty() && same_first_segment(&self.nodes[**c].text, first)
-            });
+            let found = self.nodes[node]
+                .children
+                .iter()
+                .enumerate()
+                .find(|(_, c)| !first.is_empty() && same_first_segment(self.text(**c), first));
             let Some((slot, &child)) = found else {
                 return place;
             };
+            let common = common_segments(self.text(child), rest);
             let c = &self.nodes[child];
-            let common = common_segments(&c.text, rest);
             if common < c.text.len() {
                 place.kind = PlaceKind::Split {
                     child,
@@ -279,15 +293,17 @@ impl PathTree {
                 slot,
                 common,
             } => {
-                let rest_of_child = self.nodes[child].text.split_off(common);
-                let text = std::mem::replace(&mut self.nodes[child].text, rest_of_child);
+                // The folder takes the front of the child's text.
+                let whole = self.nodes[child].text.clone();
+                let text = whole.start..whole.start + common;
+                self.nodes[child].text = text.end..whole.end;
                 let full = place.at + common;
                 let (below, heads) = (self.nodes[child].lines, self.nodes[child].heads);
                 let folder = if common == rest.len() {
-                    self.push(&text, full, vec![child], entry, below + 1, 1)
+                    self.push_node(text, full, vec![child], entry, below + 1, 1)
                 } else {
                     let leaf = self.push(&rest[common..], path.len(), Vec::new(), entry, 1, 1);
-                    let folder = self.push(&text, full, vec![child, leaf], None, below + 1, 0);
+                    let folder = self.push_node(text, full, vec![child, leaf], None, below + 1, 0);
                     let node = &mut self.nodes[folder];
                     if node.is_line() {
                         node.lines += 1;
@@ -316,6 +332,7 @@ impl PathTree {
         }
     }
 
+    /// A new node whose text is `text`, written at the end of `texts`.
     fn push(
         &mut self,
         text: &str,
@@ -325,8 +342,24 @@ impl PathTree {
         lines: usize,
         heads: usize,
     ) -> usize {
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        let end = self.texts.len();
+        self.push_node(start..end, full, children, entry, lines, heads)
+    }
+
+    /// A new node whose text is the range `text` of `texts`.
+    fn push_node(
+        &mut self,
+        text: Range<usize>,
+        full: usize,
+        children: Vec<usize>,
+        entry: Option<(usize, usize)>,
+        lines: usize,
+        heads: usize,
+    ) -> usize {
         self.nodes.push(Node {
-            text: text.to_owned(),
+            text,
             full,
             children,
             entry,
@@ -413,7 +446,7 @@ impl PathTree {
             if !node.is_line() {
                 let start = spelled.len();
                 spelled.extend_from_within(above);
-                spelled.push_str(&node.text);
+                spelled.push_str(&self.texts[node.text.clone()]);
                 push_children(&mut stack, n, depth, start..spelled.len());
                 continue;
             }
@@ -422,7 +455,7 @@ impl PathTree {
             }
             out.push_str("- ");
             out.push_str(&spelled[above]);
-            out.push_str(&node.text);
+            out.push_str(&self.texts[node.text.clone()]);
             if let Some((i, _)) = node.entry {
                 tail(i, out);
             }
@@ -448,7 +481,10 @@ pub(crate) fn expand_files<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<
         };
         folders.truncate(depth);
         let prefix = folders.last().map_or("", String::as_str);
-        if let Some((path, uses)) = text.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
+        if let Some((path, uses)) = text
+            .strip_suffix(')')
+            .and_then(|t| rsplit_once_pair(t, b' ', b'('))
+        {
             let path = joined(prefix, path);
             if path.ends_with('/') {
                 folders.push(path.clone());

@@ -215,7 +215,9 @@ impl Compactor {
         if self.limits.ledger_tokens == 0 || self.limits.max_messages.is_some() {
             return;
         }
-        let place = self.store.transcript_path().display().to_string();
+        // The path as text without `Display` (a formatter per call): the
+        // same text.
+        let place = crate::markers::path_text(&self.store.transcript_path()).into_owned();
         let all = 0..history.len();
         history.ledger_of(all.clone(), Some(&place), true);
         history.ledger_of(all, Some(&place), false);

@@ -12,7 +12,9 @@ use super::report::{Outcome, Step, StepReport, Trigger};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::ledger_section;
-use crate::markers::{COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_message};
+use crate::markers::{
+    COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_message, path_text,
+};
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use crate::{Content, Message, Role};
@@ -178,7 +180,7 @@ fn marker_floor(history: &mut History, cx: &Ctx, request: &str) -> (usize, Rende
     let place = cx.store.transcript_path();
     let budget = cx.ledger_chars(history);
     let end = history.len();
-    let ledger = RenderedLedger::of(history, end, place.display().to_string(), budget);
+    let ledger = RenderedLedger::of(history, end, path_text(&place).into_owned(), budget);
     let without = marker_without_ledger_chars(cx, request);
     (compacted_chars_with(without, &ledger.text), ledger)
 }
@@ -241,7 +243,7 @@ impl PendingSummary {
             }
         };
         report.paths.push(transcript.clone());
-        let place = transcript.display().to_string();
+        let place = path_text(&transcript).into_owned();
         let budget = cx.ledger_chars(history);
         let ledger = match rendered {
             Some(r) if r.end == end && r.place == place && r.budget == budget => r,

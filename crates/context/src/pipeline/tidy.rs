@@ -119,7 +119,7 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let count = tail_start - head_end;
     let lines =
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
-    let transcript = span.path.display().to_string();
+    let transcript = crate::markers::path_text(&span.path).into_owned();
     let budget = cx.ledger_chars(history);
     let ledger = history.rendered_ledger(
         (head_end..tail_start, Some(&transcript), true),
