@@ -726,11 +726,53 @@ mod avx2_kernels {
         finish(simd, acc, mins)
     }
 
-    /// Four Q4_0/Q4_1 rows against one activation row.
+    /// The f16 pairs at the start of four blocks (one per row: the four bytes from
+    /// `at`, low half first) as eight f32 lanes `[lo0, hi0, lo1, hi1, ..]`, converted
+    /// eight at a time by [`f16_at`]'s bit arithmetic (the same values, lane by lane):
+    /// done per value, the conversions, their byte loads and the scale products were
+    /// two thirds of a 4-row decoding kernel's instructions. A lane in `check` holding
+    /// an infinity or NaN takes the table for every lane, as [`f16_at`] does.
+    #[inline(always)]
+    fn f16_pairs(simd: V3, rows: [&[u8]; 4], at: usize, check: i32) -> __m256 {
+        let (a, a2) = (simd.avx, simd.avx2);
+        let word = |r: &[u8]| i32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]]);
+        let packed =
+            simd.sse2
+                ._mm_set_epi32(word(rows[3]), word(rows[2]), word(rows[1]), word(rows[0]));
+        let bits = a2._mm256_cvtepu16_epi32(packed);
+        let exp_mask = a._mm256_set1_epi32(0x7C00);
+        let special = a2._mm256_cmpeq_epi32(a2._mm256_and_si256(bits, exp_mask), exp_mask);
+        if a._mm256_movemask_ps(a._mm256_castsi256_ps(special)) & check != 0 {
+            let t16 = f16_table();
+            let lanes: [u32; 8] = cast(bits);
+            return cast(lanes.map(|b| t16[(b & 0xFFFF) as usize]));
+        }
+        let magnitude = a._mm256_castsi256_ps(
+            a2._mm256_slli_epi32::<13>(a2._mm256_and_si256(bits, a._mm256_set1_epi32(0x7FFF))),
+        );
+        let magnitude = a._mm256_mul_ps(
+            magnitude,
+            a._mm256_castsi256_ps(a._mm256_set1_epi32(0x7780_0000)),
+        );
+        let sign =
+            a2._mm256_slli_epi32::<16>(a2._mm256_and_si256(bits, a._mm256_set1_epi32(0x8000)));
+        a._mm256_or_ps(magnitude, a._mm256_castsi256_ps(sign))
+    }
+
+    /// Lane `2·r` of `v` in every lane (row `r`'s scale, from [`f16_pairs`]' layout).
+    #[inline(always)]
+    fn even_lane(simd: V3, v: __m256, r: i32) -> __m256 {
+        simd.avx2
+            ._mm256_permutevar8x32_ps(v, simd.avx._mm256_set1_epi32(2 * r))
+    }
+
+    /// Four Q4_0/Q4_1 rows against one activation row. The four rows' scales and mins
+    /// are converted and multiplied by the activation's scale and sum as one vector (each
+    /// lane the scalar kernel's two roundings, so the same numbers).
     #[inline(always)]
     fn q4x4<const Q41: bool>(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
         let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
-        let t16 = f16_table();
+        let (a, f) = (simd.avx, simd.fma);
         let nb = (rows[0]
             .len()
             .min(rows[1].len())
@@ -740,24 +782,40 @@ mod avx2_kernels {
             .min(x.len());
         let rows = rows.map(|r| &r[..nb * bytes]);
         let x = &x[..nb];
-        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
-        let mut mins = [0f32; 4];
+        // Q4_0's min is -8·d: the odd lanes (its first quants) are replaced by that.
+        let (check, minus8) = if Q41 {
+            (0xFF, a._mm256_set1_ps(1.0))
+        } else {
+            (
+                0x55,
+                a._mm256_setr_ps(1.0, -8.0, 1.0, -8.0, 1.0, -8.0, 1.0, -8.0),
+            )
+        };
+        let mut acc = [a._mm256_setzero_ps(); 4];
+        let mut mins = a._mm256_setzero_ps();
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
+            let at = bi * bytes;
+            let mut dm = f16_pairs(simd, rows, at, check);
+            if !Q41 {
+                dm = a._mm256_mul_ps(a._mm256_moveldup_ps(dm), minus8);
+            }
+            let xds = a._mm256_setr_ps(x.d, x.s, x.d, x.s, x.d, x.s, x.d, x.s);
+            let scaled = a._mm256_mul_ps(dm, xds);
+            // Odd lanes: each row's `m · x.s`, summed block by block as the scalar kernel
+            // does (the even lanes' sums are never read).
+            mins = a._mm256_add_ps(mins, scaled);
             for r in 0..4 {
-                prefetch(simd, rows[r], bi * bytes);
-                let b = &rows[r][bi * bytes..bi * bytes + bytes];
-                let d = f16_at(t16, b, 0);
-                let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
-                let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+                if bi % 2 == 0 {
+                    prefetch(simd, rows[r], at);
+                }
+                let w = unpack_nibbles(simd, load16(&rows[r][at + qs_at..]));
                 let p = udot(simd, w, xq);
-                acc[r] = simd
-                    .fma
-                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
-                mins[r] += m * x.s;
+                acc[r] = f._mm256_fmadd_ps(even_lane(simd, scaled, r as i32), p, acc[r]);
             }
         }
-        finish(simd, acc, mins)
+        let mins: [f32; 8] = cast(mins);
+        finish(simd, acc, [mins[1], mins[3], mins[5], mins[7]])
     }
 
     #[inline(always)]
@@ -780,10 +838,11 @@ mod avx2_kernels {
         finish(simd, acc, [0f32; N])
     }
 
-    /// Four Q8_0 rows against one activation row (the tied output projection).
+    /// Four Q8_0 rows against one activation row (the tied output projection), their
+    /// scales converted and multiplied as one vector like [`q4x4`]'s.
     #[inline(always)]
     fn q8x4(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
-        let t16 = f16_table();
+        let (a, f) = (simd.avx, simd.fma);
         let nb = (rows[0]
             .len()
             .min(rows[1].len())
@@ -793,17 +852,16 @@ mod avx2_kernels {
             .min(x.len());
         let rows = rows.map(|r| &r[..nb * 34]);
         let x = &x[..nb];
-        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        let mut acc = [a._mm256_setzero_ps(); 4];
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
+            let at = bi * 34;
+            // Even lanes: the scales (odd lanes are the first quants, unused).
+            let scaled = a._mm256_mul_ps(f16_pairs(simd, rows, at, 0x55), a._mm256_set1_ps(x.d));
             for r in 0..4 {
-                prefetch(simd, rows[r], bi * 34);
-                let b = &rows[r][bi * 34..bi * 34 + 34];
-                let d = f16_at(t16, b, 0);
-                let p = sdot(simd, load32(&b[2..]), xq);
-                acc[r] = simd
-                    .fma
-                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+                prefetch(simd, rows[r], at);
+                let p = sdot(simd, load32(&rows[r][at + 2..]), xq);
+                acc[r] = f._mm256_fmadd_ps(even_lane(simd, scaled, r as i32), p, acc[r]);
             }
         }
         finish(simd, acc, [0f32; 4])
@@ -970,6 +1028,56 @@ mod tests {
                     let tol = 1e-4 * (1.0 + size);
                     prop_assert!((fast[t] - slow[t]).abs() <= tol, "{kind:?}: {} vs {}", fast[t], slow[t]);
                     prop_assert!((slow[t] - exact).abs() <= tol, "{kind:?}: {} vs {exact}", slow[t]);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// Four different rows (each with its own scales and mins, random f16 bits, an
+        /// infinity now and then) decoded at once give each row's own result, bit for bit:
+        /// the 4-row kernels convert and scale the four rows' blocks side by side.
+        #[test]
+        fn four_rows_at_once_give_each_rows_bits(
+            bytes in proptest::collection::vec(any::<u8>(), 4 * 2 * 210),
+            scales in proptest::collection::vec(0u16..0x7C00, 4 * 2 * 2),
+            negative in proptest::collection::vec(any::<bool>(), 4 * 2 * 2),
+            infinite in 0usize..64,
+            x in proptest::collection::vec(-2.0f32..2.0, 2 * SUPER),
+        ) {
+            for kind in KINDS {
+                let len = 2 * kind.block_bytes();
+                let mut rows: Vec<Vec<u8>> = bytes.chunks_exact(2 * 210).map(|b| b[..len].to_vec()).collect();
+                let at: &[usize] = match kind {
+                    Kind::Q4_0 | Kind::Q8_0 => &[0],
+                    Kind::Q4_1 | Kind::Q4K => &[0, 2],
+                    Kind::Q6K => &[208],
+                };
+                let mut i = 0;
+                for row in &mut rows {
+                    for block in row.chunks_exact_mut(kind.block_bytes()) {
+                        for &a in at {
+                            let mut bits = scales[i] | if negative[i] { 0x8000 } else { 0 };
+                            if i == infinite {
+                                bits = 0x7C00;
+                            }
+                            // Small magnitudes keep the products finite.
+                            if bits & 0x7C00 != 0x7C00 {
+                                bits = (bits & 0x83FF) | ((bits & 0x7C00) % 0x4000);
+                            }
+                            block[a..a + 2].copy_from_slice(&bits.to_le_bytes());
+                            i += 1;
+                        }
+                    }
+                }
+                let cols = 2 * kind.block_values();
+                let mut xq = vec![XBlock::default(); cols / BLOCK];
+                quantize_into(&x[..cols], &mut xq);
+                let four = dot_rows4(kind, [&rows[0][..], &rows[1][..], &rows[2][..], &rows[3][..]], &xq);
+                for (r, row) in rows.iter().enumerate() {
+                    let mut one = [0f32];
+                    dot_rows(kind, row, &[&xq], &mut one);
+                    prop_assert_eq!(four[r].to_bits(), one[0].to_bits(), "{:?} row {}: {} vs {}", kind, r, four[r], one[0]);
                 }
             }
         }
