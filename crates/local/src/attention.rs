@@ -89,7 +89,7 @@ pub(crate) fn attend(q: &[f32], keys: &[f32], values: &[f32], s: Shape) -> Vec<f
 
 /// One decoding step (one query per head) in two parallel phases, each split evenly
 /// over the workers: the scores of every KV group by chunks of [`SCORE_CHUNK`] keys,
-/// then each query's softmax and values on its own. Split over KV groups, as prompt
+/// then each group's softmax and values by halves of the output dims. Split over KV groups, as prompt
 /// processing is, a step has three tasks (SmolLM2) for two workers and one of them
 /// does two thirds of the work; after a few thousand tokens that is most of a step.
 /// Every query gets [`group_query`]'s bits (same instructions, same order). False, with
@@ -130,20 +130,30 @@ fn split_step(q: &[f32], keys: &[f32], values: &[f32], s: Shape, out: &mut [f32]
             let first_block = c * SCORE_CHUNK / 8;
             simd.vectorize(|| avx2::score_chunk(simd, &work, rep, first_block, tail, sc));
         });
-    out.par_chunks_mut(hd)
-        .enumerate()
-        .for_each_init(Vec::new, |p, (h, o)| {
-            let (g, r) = (h / rep, h % rep);
+    // Each group's outputs in halves of their dims: the values are read once, and
+    // three groups make six even tasks.
+    let width = if hd.is_multiple_of(16) { hd / 2 } else { hd };
+    let parts = hd / width;
+    let halves: Vec<Vec<f32>> = (0..s.n_kv * parts)
+        .into_par_iter()
+        .map_init(Vec::new, |p, item| {
+            let (g, part) = (item / parts, item % parts);
             let pieces: Vec<&[f32]> = scores[g * rep * padded..][..rep * padded]
                 .chunks(rep * SCORE_CHUNK)
-                .map(|c| {
-                    let len = c.len() / rep;
-                    &c[r * len..][..len]
-                })
                 .collect();
             let values = &values[kv(g)];
-            simd.vectorize(|| avx2::finish_query(simd, &pieces, values, p, o));
-        });
+            let mut o = vec![0f32; rep * width];
+            let dims = (hd, part * width, rep);
+            simd.vectorize(|| avx2::finish_dims(simd, &pieces, values, dims, p, &mut o));
+            o
+        })
+        .collect();
+    for (item, half) in halves.iter().enumerate() {
+        let (g, part) = (item / parts, item % parts);
+        for (r, half) in half.chunks_exact(width).enumerate() {
+            out[(g * rep + r) * hd + part * width..][..width].copy_from_slice(half);
+        }
+    }
     true
 }
 
@@ -370,7 +380,14 @@ mod avx2 {
             let end = (start + super::VALUE_BLOCK).min(n);
             let v = &values[start * hd..end * hd];
             for (r, o) in o.chunks_exact_mut(hd).enumerate() {
-                accumulate(simd, &scores[r * padded + start..r * padded + end], v, o);
+                accumulate(
+                    simd,
+                    &scores[r * padded + start..r * padded + end],
+                    v,
+                    hd,
+                    0,
+                    o,
+                );
             }
         }
         for (o, sum) in o.chunks_exact_mut(hd).zip(sums.iter()) {
@@ -378,15 +395,17 @@ mod avx2 {
         }
     }
 
-    /// `o += Σ p[i] · v[i]` over the positions of `p` (`v` their values, `[position][dim]`,
-    /// `o` one query's running sums): one FMA chain per output value, positions in order.
+    /// `o += Σ p[i] · v[i][from..]` over the positions of `p` (`v` their values,
+    /// `[position][dim]`, `o` one query's running sums for dims `from..from + o.len()`):
+    /// one FMA chain per output value, positions in order, eight, four or one vector
+    /// of them interleaved.
     #[inline(always)]
-    fn accumulate(simd: V3, p: &[f32], v: &[f32], o: &mut [f32]) {
+    fn accumulate(simd: V3, p: &[f32], v: &[f32], hd: usize, from: usize, o: &mut [f32]) {
         let (a, f) = (simd.avx, simd.fma);
-        let hd = o.len();
+        let width = o.len();
         let zero = a._mm256_setzero_ps();
         let mut d = 0;
-        while d + 64 <= hd {
+        while d + 64 <= width {
             let mut acc = [zero; 8];
             for (i, acc) in acc.iter_mut().enumerate() {
                 *acc = load(simd, &o[d + 8 * i..]);
@@ -394,7 +413,7 @@ mod avx2 {
             for (p, v) in p.iter().zip(v.chunks_exact(hd)) {
                 let p = a._mm256_set1_ps(*p);
                 for (i, acc) in acc.iter_mut().enumerate() {
-                    *acc = f._mm256_fmadd_ps(p, load(simd, &v[d + 8 * i..]), *acc);
+                    *acc = f._mm256_fmadd_ps(p, load(simd, &v[from + d + 8 * i..]), *acc);
                 }
             }
             for (i, acc) in acc.iter().enumerate() {
@@ -402,10 +421,26 @@ mod avx2 {
             }
             d += 64;
         }
-        while d < hd {
+        while d + 32 <= width {
+            let mut acc = [zero; 4];
+            for (i, acc) in acc.iter_mut().enumerate() {
+                *acc = load(simd, &o[d + 8 * i..]);
+            }
+            for (p, v) in p.iter().zip(v.chunks_exact(hd)) {
+                let p = a._mm256_set1_ps(*p);
+                for (i, acc) in acc.iter_mut().enumerate() {
+                    *acc = f._mm256_fmadd_ps(p, load(simd, &v[from + d + 8 * i..]), *acc);
+                }
+            }
+            for (i, acc) in acc.iter().enumerate() {
+                store(*acc, &mut o[d + 8 * i..]);
+            }
+            d += 32;
+        }
+        while d < width {
             let mut acc = load(simd, &o[d..]);
             for (p, v) in p.iter().zip(v.chunks_exact(hd)) {
-                acc = f._mm256_fmadd_ps(a._mm256_set1_ps(*p), load(simd, &v[d..]), acc);
+                acc = f._mm256_fmadd_ps(a._mm256_set1_ps(*p), load(simd, &v[from + d..]), acc);
             }
             store(acc, &mut o[d..]);
             d += 8;
@@ -458,6 +493,7 @@ mod avx2 {
         let scale_v = simd.avx._mm256_set1_ps(g.scale);
         for b in 0..len / 8 {
             let first = (first_block + b) * 8;
+            prefetch(simd, g.keys, first * hd, 8 * hd);
             let k: &[f32] = if first + 8 <= n {
                 &g.keys[first * hd..(first + 8) * hd]
             } else {
@@ -477,54 +513,93 @@ mod avx2 {
         }
     }
 
-    /// Phase two of a split decoding step, for one query: its softmax over the scores in
-    /// `pieces` (its row of each chunk, in position order) into `p`, then its output, with
-    /// [`group`]'s instructions in [`group`]'s order.
+    /// Bytes this far ahead of the keys or values being read are requested now: after a
+    /// few thousand positions the KV cache no longer fits the caches, and a decoding step
+    /// waited on it.
+    const AHEAD: usize = 4096;
+
+    /// Asks for the cache lines of `x[at..at + len]`, [`AHEAD`] bytes further on (a hint:
+    /// nothing is read, and addresses past the end are harmless).
     #[inline(always)]
-    pub(super) fn finish_query(
+    fn prefetch(simd: V3, x: &[f32], at: usize, len: usize) {
+        let base = x.as_ptr().cast::<i8>().wrapping_add(4 * at + AHEAD);
+        for line in (0..4 * len).step_by(64) {
+            simd.sse
+                ._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(base.wrapping_add(line));
+        }
+    }
+
+    /// Phase two of a split decoding step, for the `rep` queries of one KV group and
+    /// output dims `from..from + width` (`o` is `[query][width]`): each query's softmax over
+    /// its scores in `pieces` (`pieces[c]` is chunk `c`'s `[query][position]`), then its
+    /// outputs, with [`group`]'s instructions in [`group`]'s order for every value.
+    #[inline(always)]
+    pub(super) fn finish_dims(
         simd: V3,
         pieces: &[&[f32]],
         values: &[f32],
+        (hd, from, rep): (usize, usize, usize),
         p: &mut Vec<f32>,
         o: &mut [f32],
     ) {
         let a = simd.avx;
-        let hd = o.len();
+        let width = o.len() / rep.max(1);
         let n = values.len() / hd;
-        let mut max_v = a._mm256_set1_ps(f32::NEG_INFINITY);
-        for piece in pieces {
-            for s in piece.chunks_exact(8) {
-                max_v = a._mm256_max_ps(max_v, load(simd, s));
-            }
-        }
-        let lanes: [f32; 8] = cast(max_v);
-        let max = lanes.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-        let max_v = a._mm256_set1_ps(max);
+        let padded = n.div_ceil(8) * 8;
         p.clear();
-        p.resize(n.div_ceil(8) * 8, 0.0);
-        let mut sum_v = a._mm256_setzero_ps();
-        let mut block = 0;
-        for piece in pieces {
-            for s in piece.chunks_exact(8) {
-                let mut e = exp(simd, a._mm256_sub_ps(load(simd, s), max_v));
-                if block * 8 + 8 > n {
-                    let mut lanes: [f32; 8] = cast(e);
-                    lanes[n - block * 8..].fill(0.0);
-                    e = cast(lanes);
+        p.resize(rep * padded + rep, 0.0);
+        let (p, sums) = p.split_at_mut(rep * padded);
+        for (r, (p, sum)) in p.chunks_exact_mut(padded).zip(sums.iter_mut()).enumerate() {
+            let mut max_v = a._mm256_set1_ps(f32::NEG_INFINITY);
+            for piece in pieces {
+                let len = piece.len() / rep;
+                for s in piece[r * len..][..len].chunks_exact(8) {
+                    max_v = a._mm256_max_ps(max_v, load(simd, s));
                 }
-                sum_v = a._mm256_add_ps(sum_v, e);
-                store(e, &mut p[block * 8..]);
-                block += 1;
             }
+            let lanes: [f32; 8] = cast(max_v);
+            let max = lanes.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+            let max_v = a._mm256_set1_ps(max);
+            let mut sum_v = a._mm256_setzero_ps();
+            let mut block = 0;
+            for piece in pieces {
+                let len = piece.len() / rep;
+                for s in piece[r * len..][..len].chunks_exact(8) {
+                    let mut e = exp(simd, a._mm256_sub_ps(load(simd, s), max_v));
+                    if block * 8 + 8 > n {
+                        let mut lanes: [f32; 8] = cast(e);
+                        lanes[n - block * 8..].fill(0.0);
+                        e = cast(lanes);
+                    }
+                    sum_v = a._mm256_add_ps(sum_v, e);
+                    store(e, &mut p[block * 8..]);
+                    block += 1;
+                }
+            }
+            let lanes: [f32; 8] = cast(sum_v);
+            *sum = lanes.iter().sum::<f32>();
         }
-        let lanes: [f32; 8] = cast(sum_v);
-        let sum = lanes.iter().sum::<f32>();
         o.fill(0.0);
         for start in (0..n).step_by(super::VALUE_BLOCK) {
             let end = (start + super::VALUE_BLOCK).min(n);
-            accumulate(simd, &p[start..end], &values[start * hd..end * hd], o);
+            let v = &values[start * hd..end * hd];
+            for row in 0..end - start {
+                prefetch(simd, v, row * hd + from, width);
+            }
+            for (r, o) in o.chunks_exact_mut(width).enumerate() {
+                accumulate(
+                    simd,
+                    &p[r * padded + start..r * padded + end],
+                    v,
+                    hd,
+                    from,
+                    o,
+                );
+            }
         }
-        normalize(simd, o, sum);
+        for (o, sum) in o.chunks_exact_mut(width).zip(sums.iter()) {
+            normalize(simd, o, *sum);
+        }
     }
 }
 
@@ -593,7 +668,7 @@ mod tests {
         /// any group shape, head width and position (across chunks of keys too).
         #[test]
         fn a_split_decoding_step_gives_each_query_its_bits(
-            n_kv in 1usize..4, rep in 1usize..4, hd_eighths in 1usize..10,
+            n_kv in 1usize..4, rep in 1usize..4, hd_eighths in 1usize..18,
             pos in 0usize..700, room in 0usize..9, seed in any::<u32>()
         ) {
             let hd = hd_eighths * 8;
