@@ -15,6 +15,7 @@ use crate::gguf::{Content, Metadata, TensorInfo};
 use crate::linear::{Linear, QMatrix, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
+use crate::team::{Finish, Team};
 use crate::tensor_bytes::TensorBytes;
 use std::path::Path;
 use std::sync::Arc;
@@ -457,15 +458,34 @@ impl Transformer {
     /// started from outside the pool blocks its caller on a lock and wakes it afterwards,
     /// about 150 times per decoded token (two context switches each, a fifth of the
     /// time at 1 thread), while one started on a worker only pushes jobs to its deque.
+    ///
+    /// A single token (a decoding step) keeps the other workers on the step as a
+    /// [`Team`]: its products are published to them chunk by chunk.
     pub(crate) fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
-        let result = rayon::scope(|_| self.forward_inner(tokens));
+        let helpers = rayon::current_num_threads().saturating_sub(1);
+        let result = if tokens.len() == 1 && helpers > 0 {
+            let team = Team::new();
+            rayon::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| team.help());
+                }
+                let _finish = Finish(&team);
+                self.forward_inner(tokens, Some(&team))
+            })
+        } else {
+            rayon::scope(|_| self.forward_inner(tokens, None))
+        };
         if result.is_err() {
             self.cache.clear();
         }
         result
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward_inner(
+        &mut self,
+        tokens: &[u32],
+        team: Option<&Team>,
+    ) -> Result<Vec<f32>, LocalError> {
         let seq = tokens.len();
         let pos = self.cache.len;
         if seq == 0 || pos + seq > self.cfg.context_length {
@@ -494,9 +514,14 @@ impl Transformer {
             neox: c.rope_neox,
         };
         let mut q = vec![0f32; n_head * seq * hd];
+        // One token goes through the decoding team; a prompt chunk through rayon.
+        let project = |l: &Linear, x: &[f32]| match team {
+            Some(team) => l.forward_one(x, team),
+            None => l.forward(x, seq),
+        };
         for (i, layer) in self.layers.iter().enumerate() {
             let h = rms_norm(&x, &layer.attn_norm, c.rms_eps);
-            let qkv = layer.qkv.forward(&h, seq)?;
+            let qkv = project(&layer.qkv, &h)?;
             let cap = self.cache.capacity;
             let Some((ck, cv)) = self.cache.layers.get_mut(i) else {
                 return Err(LocalError::Inference(format!("kv cache has no layer {i}")));
@@ -522,20 +547,23 @@ impl Transformer {
                 head_dim: hd,
             };
             let y = attend(&q, ck, cv, shape);
-            add_assign(&mut x, &layer.o.forward(&y, seq)?);
+            add_assign(&mut x, &project(&layer.o, &y)?);
             let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let gate_up = layer.gate_up.forward(&h, seq)?;
+            let gate_up = project(&layer.gate_up, &h)?;
             let mut gated = Vec::with_capacity(seq * c.n_ff);
             for row in gate_up.chunks_exact(2 * c.n_ff) {
                 let (gate, up) = row.split_at(c.n_ff);
                 gated.extend(gate.iter().zip(up).map(|(&g, &u)| silu(g) * u));
             }
-            add_assign(&mut x, &layer.down.forward(&gated, seq)?);
+            add_assign(&mut x, &project(&layer.down, &gated)?);
         }
         self.cache.len = pos + seq;
         let last = &x[(seq - 1) * c.n_embd..];
         let last = rms_norm(last, &self.norm, c.rms_eps);
-        self.output.forward(&last, 1)
+        match team {
+            Some(team) => self.output.forward_one(&last, team),
+            None => self.output.forward(&last, 1),
+        }
     }
 }
 
