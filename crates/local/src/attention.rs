@@ -27,9 +27,15 @@ use rayon::prelude::*;
 /// out three tasks and joining them costs.
 const SERIAL_PAIRS: usize = 2048;
 
-/// Keys per task in the first phase of a split decoding step ([`split_step`]): 2,000
-/// positions of three KV groups make 24 tasks, which two workers share evenly.
+/// Most keys per task in the first phase of a split decoding step ([`split_step`]):
+/// 2,000 positions of three KV groups make 24 tasks, which two workers share evenly.
+/// Shorter contexts get chunks of a quarter of their keys (at least 32).
 const SCORE_CHUNK: usize = 256;
+
+/// From this many (query, key) pairs on, a decoding step is split over the workers
+/// ([`split_step`]): a decoding team's helpers are waiting on the step anyway, and
+/// run a task they find in microseconds.
+const SPLIT_PAIRS: usize = 512;
 
 /// Positions whose values are accumulated for every query of a group before moving on:
 /// 32 positions of 64 values are 8 KB, which stay in L1 while each query passes over them.
@@ -72,13 +78,13 @@ pub(crate) fn attend(q: &[f32], keys: &[f32], values: &[f32], s: Shape) -> Vec<f
         group_query(&work, scratch, o);
     };
     let pairs = s.seq * (s.pos + s.seq) * s.n_head;
-    if pairs < SERIAL_PAIRS {
+    if s.seq == 1 && pairs >= SPLIT_PAIRS && split_step(q, keys, values, s, &mut out) {
+        // Done in two balanced phases.
+    } else if pairs < SERIAL_PAIRS {
         let mut scratch = Vec::new();
         for item in out.chunks_mut(n_rep * hd).enumerate() {
             group(&mut scratch, item);
         }
-    } else if s.seq == 1 && split_step(q, keys, values, s, &mut out) {
-        // Done in two balanced phases.
     } else {
         out.par_chunks_mut(n_rep * hd)
             .enumerate()
@@ -88,7 +94,7 @@ pub(crate) fn attend(q: &[f32], keys: &[f32], values: &[f32], s: Shape) -> Vec<f
 }
 
 /// One decoding step (one query per head) in two parallel phases, each split evenly
-/// over the workers: the scores of every KV group by chunks of [`SCORE_CHUNK`] keys,
+/// over the workers: the scores of every KV group by chunks of up to [`SCORE_CHUNK`] keys,
 /// then each group's softmax and values by halves of the output dims. Split over KV groups, as prompt
 /// processing is, a step has three tasks (SmolLM2) for two workers and one of them
 /// does two thirds of the work; after a few thousand tokens that is most of a step.
@@ -108,13 +114,14 @@ fn split_step(q: &[f32], keys: &[f32], values: &[f32], s: Shape, out: &mut [f32]
     let padded = n.div_ceil(8) * 8;
     let scale = 1.0 / (hd as f32).sqrt();
     let kv = |g: usize| g * s.capacity * hd..g * s.capacity * hd + n * hd;
+    let chunk = (n / 4).next_multiple_of(8).clamp(32, SCORE_CHUNK);
     // `[group][chunk][query][position in chunk]`: each task writes one contiguous run.
     let mut scores = vec![0f32; s.n_kv * rep * padded];
     scores
         .par_chunks_mut(rep * padded)
         .enumerate()
         .flat_map(|(g, sc)| {
-            sc.par_chunks_mut(rep * SCORE_CHUNK)
+            sc.par_chunks_mut(rep * chunk)
                 .enumerate()
                 .map(move |(c, sc)| (g, c, sc))
         })
@@ -127,7 +134,7 @@ fn split_step(q: &[f32], keys: &[f32], values: &[f32], s: Shape, out: &mut [f32]
                 scale,
                 head_dim: hd,
             };
-            let first_block = c * SCORE_CHUNK / 8;
+            let first_block = c * chunk / 8;
             simd.vectorize(|| avx2::score_chunk(simd, &work, rep, first_block, tail, sc));
         });
     // Each group's outputs in halves of their dims: the values are read once, and
@@ -139,7 +146,7 @@ fn split_step(q: &[f32], keys: &[f32], values: &[f32], s: Shape, out: &mut [f32]
         .map_init(Vec::new, |p, item| {
             let (g, part) = (item / parts, item % parts);
             let pieces: Vec<&[f32]> = scores[g * rep * padded..][..rep * padded]
-                .chunks(rep * SCORE_CHUNK)
+                .chunks(rep * chunk)
                 .collect();
             let values = &values[kv(g)];
             let mut o = vec![0f32; rep * width];

@@ -12,7 +12,7 @@ use crate::attention::{Shape, attend};
 use crate::error::LocalError;
 use crate::file_map::FileMap;
 use crate::gguf::{Content, Metadata, TensorInfo};
-use crate::linear::{Linear, QMatrix, q8_0_bytes};
+use crate::linear::{Linear, QMatrix, gated, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
 use crate::team::{Finish, Team};
@@ -549,12 +549,10 @@ impl Transformer {
             let y = attend(&q, ck, cv, shape);
             add_assign(&mut x, &project(&layer.o, &y)?);
             let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let gate_up = project(&layer.gate_up, &h)?;
-            let mut gated = Vec::with_capacity(seq * c.n_ff);
-            for row in gate_up.chunks_exact(2 * c.n_ff) {
-                let (gate, up) = row.split_at(c.n_ff);
-                gated.extend(gate.iter().zip(up).map(|(&g, &u)| silu(g) * u));
-            }
+            let gated = match team {
+                Some(team) => layer.gate_up.gated_one(&h, c.n_ff, silu, team)?,
+                None => gated(&layer.gate_up.forward(&h, seq)?, c.n_ff, silu),
+            };
             add_assign(&mut x, &project(&layer.down, &gated)?);
         }
         self.cache.len = pos + seq;
