@@ -438,15 +438,18 @@ mod avx2_kernels {
             ._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
     }
 
-    /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones.
+    /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones. The
+    /// bytes go to both halves (a broadcast load), the upper half is shifted by four,
+    /// then one mask: two ALU instructions, where masking and shifting each half and
+    /// joining them took four, one of them on the shuffle port the scale broadcasts
+    /// need too.
     #[inline(always)]
     fn unpack_nibbles(simd: V3, q: __m128i) -> __m256i {
-        let mask = simd.sse2._mm_set1_epi8(0xF);
-        let lo = simd.sse2._mm_and_si128(q, mask);
-        let hi = simd
-            .sse2
-            ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), mask);
-        simd.avx._mm256_set_m128i(hi, lo)
+        let a2 = simd.avx2;
+        let both = a2._mm256_broadcastsi128_si256(q);
+        let shifted =
+            a2._mm256_srlv_epi32(both, simd.avx._mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+        a2._mm256_and_si256(shifted, simd.avx._mm256_set1_epi8(0xF))
     }
 
     /// Eight i32 partial sums of `Σ w·x` for unsigned `w` (< 128) and signed `x`, as f32.
