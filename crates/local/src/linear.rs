@@ -49,6 +49,20 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// Rows `first..first + len` as one slice, when one part holds them all.
+    #[inline]
+    fn run(&self, mut first: usize, len: usize) -> Option<&'a [u8]> {
+        for &(bytes, rows) in &self.parts {
+            if first < rows {
+                return (first + len <= rows)
+                    .then(|| bytes.get(first * self.row_bytes..(first + len) * self.row_bytes))
+                    .flatten();
+            }
+            first -= rows;
+        }
+        None
+    }
+
     /// Row `r`'s blocks (`r` below the matrix's rows).
     #[inline]
     fn get(&self, mut r: usize) -> &'a [u8] {
@@ -185,10 +199,25 @@ impl QMatrix {
     /// call, the rest one at a time (every row gets the same bits either way).
     fn matvec_rows(&self, weights: &Rows<'_>, x: &[XBlock], first: usize, out: &mut [f32]) {
         let len = out.len();
+        let rb = weights.row_bytes;
+        // The run's rows in one part (almost always): sliced directly rather than
+        // looked up part by part, four times per kernel call.
+        let run = weights.run(first, len);
         let mut quads = out.chunks_exact_mut(4);
         for (q, o) in (&mut quads).enumerate() {
             let r = first + 4 * q;
-            let rows = [r, r + 1, r + 2, r + 3].map(|r| weights.get(r));
+            let rows = match run {
+                Some(run) => {
+                    let four = &run[4 * q * rb..];
+                    [
+                        &four[..rb],
+                        &four[rb..2 * rb],
+                        &four[2 * rb..3 * rb],
+                        &four[3 * rb..4 * rb],
+                    ]
+                }
+                None => [r, r + 1, r + 2, r + 3].map(|r| weights.get(r)),
+            };
             o.copy_from_slice(&quant::dot_rows4(self.kind, rows, x));
         }
         let rest = quads.into_remainder();
