@@ -184,7 +184,14 @@ pub(crate) struct Transformer {
     output: Linear,
     vocab: usize,
     cache: KvCache,
+    /// Decoding steps left to run on rayon alone, after a step's team stalled on a
+    /// helper that lost its core (see [`crate::team`]).
+    team_backoff: usize,
 }
+
+/// Decoding steps run without a team after one stalled: a busy machine stays busy for
+/// a while, and one step in this many retries the team.
+const TEAM_BACKOFF: usize = 64;
 
 /// Finds one tensor in the mapped file, checking its shape, and converts quantizations
 /// without fast kernels.
@@ -376,6 +383,7 @@ impl Transformer {
             output,
             vocab,
             cache,
+            team_backoff: 0,
         })
     }
 
@@ -463,15 +471,21 @@ impl Transformer {
     /// [`Team`]: its products are published to them chunk by chunk.
     pub(crate) fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
         let helpers = rayon::current_num_threads().saturating_sub(1);
-        let result = if tokens.len() == 1 && helpers > 0 {
+        let backoff = self.team_backoff;
+        self.team_backoff = backoff.saturating_sub(1);
+        let result = if tokens.len() == 1 && helpers > 0 && backoff == 0 {
             let team = Team::new();
-            rayon::scope(|s| {
+            let result = rayon::scope(|s| {
                 for _ in 0..helpers {
                     s.spawn(|_| team.help());
                 }
                 let _finish = Finish(&team);
                 self.forward_inner(tokens, Some(&team))
-            })
+            });
+            if team.stalled() {
+                self.team_backoff = TEAM_BACKOFF;
+            }
+            result
         } else {
             rayon::scope(|_| self.forward_inner(tokens, None))
         };
