@@ -282,11 +282,11 @@ impl QMatrix {
     }
 }
 
-/// Rows per chunk of a decoding product on a [`Team`]: about 32 chunks a product
+/// Rows per chunk of a decoding product on a [`Team`]: about 16 chunks a product
 /// (fewer below 32 rows each), so threads claiming them stay even, in multiples of four
-/// for the four-row kernel.
+/// for the four-row kernel (32 chunks measured 0.5-2% slower at 2 threads, 8 the same).
 fn team_chunk(rows: usize) -> usize {
-    (rows / 32).next_multiple_of(4).max(MATVEC_CHUNK)
+    (rows / 16).next_multiple_of(4).max(MATVEC_CHUNK)
 }
 
 /// One decoding product as a [`Task`]: chunk `i` is rows `i * chunk..` of `m` against
