@@ -57,6 +57,7 @@ mod prompt;
 mod prompt_cache;
 mod quant;
 mod sampler;
+mod team;
 pub mod template;
 mod tensor_bytes;
 pub mod tokenizer;

@@ -10,13 +10,17 @@
 //! Work is split over output rows on rayon. Work stealing matters here: when the machine
 //! is busy, a spinning thread pool stalls at every barrier (measured: 3 tokens/s instead of
 //! 25 under a parallel build), while rayon lets the running thread take over chunks a
-//! descheduled one has not started.
+//! descheduled one has not started. A decoding step's products go to a
+//! [`crate::team::Team`] instead, which keeps that property (every thread claims chunks
+//! from one counter, the caller included) without the workers sleeping between products.
 
 use crate::error::LocalError;
 use crate::quant::{self, BLOCK, Kind, TILE, XBlock};
+use crate::team::{Task, Team};
 use crate::tensor_bytes::TensorBytes;
 use rayon::prelude::*;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Output rows per rayon task for one activation row (decoding): 32 splits a 576-row
 /// projection into 18 tasks, which two threads share evenly (64 gave 9: one thread did 5).
@@ -47,6 +51,20 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// Rows `first..first + len` as one slice, when one part holds them all.
+    #[inline]
+    fn run(&self, mut first: usize, len: usize) -> Option<&'a [u8]> {
+        for &(bytes, rows) in &self.parts {
+            if first < rows {
+                return (first + len <= rows)
+                    .then(|| bytes.get(first * self.row_bytes..(first + len) * self.row_bytes))
+                    .flatten();
+            }
+            first -= rows;
+        }
+        None
+    }
+
     /// Row `r`'s blocks (`r` below the matrix's rows).
     #[inline]
     fn get(&self, mut r: usize) -> &'a [u8] {
@@ -58,6 +76,16 @@ impl<'a> Rows<'a> {
         }
         &[]
     }
+}
+
+/// `act(gate) · up` for each row of `gate_up` (rows of `2 · ff`: the gate, then up).
+pub(crate) fn gated(gate_up: &[f32], ff: usize, act: fn(f32) -> f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(gate_up.len() / 2);
+    for row in gate_up.chunks_exact(2 * ff) {
+        let (gate, up) = row.split_at(ff);
+        out.extend(gate.iter().zip(up).map(|(&g, &u)| act(g) * u));
+    }
+    out
 }
 
 /// Quantizes `x` (whole rows of `cols` values, `cols` a multiple of [`BLOCK`]) to
@@ -169,6 +197,39 @@ impl QMatrix {
         quant::dequantize_row(self.kind, self.slices().get(r), &mut out[..self.cols]);
     }
 
+    /// `out[i] = W[first + i] · x` for one activation row: four weight rows per kernel
+    /// call, the rest one at a time (every row gets the same bits either way).
+    fn matvec_rows(&self, weights: &Rows<'_>, x: &[XBlock], first: usize, out: &mut [f32]) {
+        let len = out.len();
+        let rb = weights.row_bytes;
+        // The run's rows in one part (almost always): sliced directly rather than
+        // looked up part by part, four times per kernel call.
+        let run = weights.run(first, len);
+        let mut quads = out.chunks_exact_mut(4);
+        for (q, o) in (&mut quads).enumerate() {
+            let r = first + 4 * q;
+            let rows = match run {
+                Some(run) => {
+                    let four = &run[4 * q * rb..];
+                    [
+                        &four[..rb],
+                        &four[rb..2 * rb],
+                        &four[2 * rb..3 * rb],
+                        &four[3 * rb..4 * rb],
+                    ]
+                }
+                None => [r, r + 1, r + 2, r + 3].map(|r| weights.get(r)),
+            };
+            o.copy_from_slice(&quant::dot_rows4(self.kind, rows, x));
+        }
+        let rest = quads.into_remainder();
+        let done = len - rest.len();
+        for (i, o) in rest.iter_mut().enumerate() {
+            let w = weights.get(first + done + i);
+            quant::dot_rows(self.kind, w, &[x], std::slice::from_mut(o));
+        }
+    }
+
     /// `out[t * rows + r] = W[r] · x[t]` for the `seq` activation rows in `x`.
     pub(crate) fn matmul(&self, x: &[XBlock], seq: usize, out: &mut [f32]) {
         let per_row = self.cols / BLOCK;
@@ -183,20 +244,7 @@ impl QMatrix {
                 .par_chunks_mut(MATVEC_CHUNK)
                 .enumerate()
                 .for_each(|(chunk, out)| {
-                    let first = chunk * MATVEC_CHUNK;
-                    let len = out.len();
-                    let mut quads = out.chunks_exact_mut(4);
-                    for (q, o) in (&mut quads).enumerate() {
-                        let r = first + 4 * q;
-                        let rows = [r, r + 1, r + 2, r + 3].map(|r| weights.get(r));
-                        o.copy_from_slice(&quant::dot_rows4(self.kind, rows, x));
-                    }
-                    let rest = quads.into_remainder();
-                    let done = len - rest.len();
-                    for (i, o) in rest.iter_mut().enumerate() {
-                        let w = weights.get(first + done + i);
-                        quant::dot_rows(self.kind, w, &xrows, std::slice::from_mut(o));
-                    }
+                    self.matvec_rows(&weights, x, chunk * MATVEC_CHUNK, out);
                 });
             return;
         }
@@ -234,6 +282,81 @@ impl QMatrix {
     }
 }
 
+/// Rows per chunk of a decoding product on a [`Team`]: about 16 chunks a product
+/// (fewer below 32 rows each), so threads claiming them stay even, in multiples of four
+/// for the four-row kernel (32 chunks measured 0.5-2% slower at 2 threads, 8 the same).
+fn team_chunk(rows: usize) -> usize {
+    (rows / 16).next_multiple_of(4).max(MATVEC_CHUNK)
+}
+
+/// One decoding product as a [`Task`]: chunk `i` is rows `i * chunk..` of `m` against
+/// `x`, written to `out[at..]` as f32 bits (each row by one thread, so relaxed stores;
+/// the team's completion count publishes them).
+struct Matvec {
+    m: Arc<QMatrix>,
+    x: Arc<Vec<XBlock>>,
+    out: Arc<Vec<AtomicU32>>,
+    at: usize,
+    chunk: usize,
+}
+
+impl Task for Matvec {
+    fn chunks(&self) -> usize {
+        self.m.rows.div_ceil(self.chunk)
+    }
+
+    fn run(&self, i: usize) {
+        let first = i * self.chunk;
+        let end = (first + self.chunk).min(self.m.rows);
+        let weights = self.m.slices();
+        let mut buf = [0f32; 64];
+        for from in (first..end).step_by(buf.len()) {
+            let to = (from + buf.len()).min(end);
+            let y = &mut buf[..to - from];
+            self.m.matvec_rows(&weights, &self.x, from, y);
+            for (o, v) in self.out[self.at + from..].iter().zip(y.iter()) {
+                o.store(v.to_bits(), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The gate and up products of a feed-forward layer (one matrix, gate rows on top)
+/// as a [`Task`], each chunk finishing its rows into `out[j] = act(gate[j]) · up[j]`:
+/// done after the product on one thread, the activation's `exp` per value was a few
+/// percent of a decoding step with the other threads waiting.
+struct GatedMatvec {
+    m: Arc<QMatrix>,
+    x: Arc<Vec<XBlock>>,
+    out: Arc<Vec<AtomicU32>>,
+    act: fn(f32) -> f32,
+    chunk: usize,
+}
+
+impl Task for GatedMatvec {
+    fn chunks(&self) -> usize {
+        self.out.len().div_ceil(self.chunk)
+    }
+
+    fn run(&self, i: usize) {
+        let ff = self.out.len();
+        let first = i * self.chunk;
+        let end = (first + self.chunk).min(ff);
+        let weights = self.m.slices();
+        let (mut gate, mut up) = ([0f32; 64], [0f32; 64]);
+        for from in (first..end).step_by(gate.len()) {
+            let len = (end - from).min(gate.len());
+            self.m
+                .matvec_rows(&weights, &self.x, from, &mut gate[..len]);
+            self.m
+                .matvec_rows(&weights, &self.x, ff + from, &mut up[..len]);
+            for ((o, g), u) in self.out[from..].iter().zip(&gate[..len]).zip(&up[..len]) {
+                o.store(((self.act)(*g) * u).to_bits(), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// A projection: quantized weights (one matrix, or several stacked by output row when
 /// the file stores them in different kinds), an optional bias.
 pub(crate) struct Linear {
@@ -264,6 +387,71 @@ impl Linear {
 
     fn rows(&self) -> usize {
         self.parts.iter().map(|p| p.rows).sum()
+    }
+
+    /// `x · Wᵀ + b` for one row `x`, on `team`: the numbers of [`Linear::forward`].
+    pub(crate) fn forward_one(&self, x: &[f32], team: &Team) -> Result<Vec<f32>, LocalError> {
+        if x.len() != self.cols {
+            return Err(LocalError::Inference(format!(
+                "projection expects {} columns, got {} values",
+                self.cols,
+                x.len()
+            )));
+        }
+        let xq = Arc::new(quantize_activations(x, self.cols));
+        let rows = self.rows();
+        let out: Arc<Vec<AtomicU32>> = Arc::new((0..rows).map(|_| AtomicU32::new(0)).collect());
+        let mut at = 0;
+        for part in &self.parts {
+            team.run(Arc::new(Matvec {
+                m: part.clone(),
+                x: xq.clone(),
+                out: out.clone(),
+                at,
+                chunk: team_chunk(part.rows),
+            }));
+            at += part.rows;
+        }
+        let mut y: Vec<f32> = out
+            .iter()
+            .map(|v| f32::from_bits(v.load(Ordering::Relaxed)))
+            .collect();
+        if let Some(b) = &self.bias {
+            for (y, b) in y.iter_mut().zip(b) {
+                *y += b;
+            }
+        }
+        Ok(y)
+    }
+
+    /// `act(gate) · up` for one row `x`, on `team`, where this projection's first `ff`
+    /// outputs are the gate and the next `ff` the up product: the numbers of
+    /// [`Linear::forward`] followed by that product.
+    pub(crate) fn gated_one(
+        &self,
+        x: &[f32],
+        ff: usize,
+        act: fn(f32) -> f32,
+        team: &Team,
+    ) -> Result<Vec<f32>, LocalError> {
+        let [only] = self.parts.as_slice() else {
+            return Ok(gated(&self.forward_one(x, team)?, ff, act));
+        };
+        if self.bias.is_some() || only.rows != 2 * ff || x.len() != self.cols {
+            return Ok(gated(&self.forward_one(x, team)?, ff, act));
+        }
+        let out: Arc<Vec<AtomicU32>> = Arc::new((0..ff).map(|_| AtomicU32::new(0)).collect());
+        team.run(Arc::new(GatedMatvec {
+            m: only.clone(),
+            x: Arc::new(quantize_activations(x, self.cols)),
+            out: out.clone(),
+            act,
+            chunk: team_chunk(ff),
+        }));
+        Ok(out
+            .iter()
+            .map(|v| f32::from_bits(v.load(Ordering::Relaxed)))
+            .collect())
     }
 
     /// `x · Wᵀ + b` for `x` holding `m` rows (row-major), as `m` rows of output.
@@ -412,6 +600,73 @@ mod tests {
             mapped.row(rows - 1, &mut ra);
             owned.row(rows - 1, &mut rb);
             prop_assert_eq!(ra, rb);
+        }
+    }
+
+    proptest! {
+        /// A decoding product on a team gives the bits of the rayon path, whatever the
+        /// chunk size (rows per claim, four-row kernel calls cut anywhere), the number
+        /// of helpers, and for a projection of parts in two kinds with a bias.
+        #[test]
+        fn a_product_on_a_team_gives_the_same_bits_whatever_the_split(
+            kind in prop::sample::select(vec![Kind::Q4_0, Kind::Q4_1, Kind::Q8_0, Kind::Q4K, Kind::Q6K]),
+            rows in 1usize..150,
+            chunk in 1usize..70,
+            helpers in 0usize..3,
+            noise in prop::collection::vec(any::<u8>(), 1..512),
+            scale in 0.001f32..0.1,
+        ) {
+            let cols = 2 * kind.block_values();
+            let m = Arc::new(
+                QMatrix::new(kind, rows, cols, TensorBytes::Owned(blocks(kind, rows, cols, &noise, scale)))
+                    .unwrap(),
+            );
+            let x: Vec<f32> = (0..cols).map(|i| ((i * 7 % 13) as f32 - 6.0) / 3.0).collect();
+            let xq = Arc::new(quantize_activations(&x, cols));
+            let mut want = vec![0f32; rows];
+            m.matmul(&xq, 1, &mut want);
+            let team = Team::new();
+            let out: Arc<Vec<AtomicU32>> = Arc::new((0..rows).map(|_| AtomicU32::new(0)).collect());
+            rayon::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| team.help());
+                }
+                let _finish = crate::team::Finish(&team);
+                team.run(Arc::new(Matvec { m: m.clone(), x: xq.clone(), out: out.clone(), at: 0, chunk }));
+            });
+            let got: Vec<f32> = out.iter().map(|v| f32::from_bits(v.load(Ordering::Relaxed))).collect();
+            prop_assert_eq!(&got, &want);
+            // Two parts (the second in Q8_0) and a bias, as a Linear: forward_one's
+            // numbers are forward's.
+            let other = dense(&x.iter().cycle().take(3 * cols).copied().collect::<Vec<_>>(), 3, cols);
+            let bias: Vec<f32> = (0..rows + 3).map(|i| i as f32 / 7.0).collect();
+            let lin = Linear::new(vec![m, other], Some(bias)).unwrap();
+            let team = Team::new();
+            let one = rayon::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| team.help());
+                }
+                let _finish = crate::team::Finish(&team);
+                lin.forward_one(&x, &team).unwrap()
+            });
+            prop_assert_eq!(one, lin.forward(&x, 1).unwrap());
+            // Gate and up stacked (`rows` each), finished on the team: the product then
+            // the activation, as forward and `gated` give them.
+            let both = Arc::new(
+                QMatrix::new(kind, 2 * rows, cols, TensorBytes::Owned(blocks(kind, 2 * rows, cols, &noise, scale)))
+                    .unwrap(),
+            );
+            let lin = Linear::new(vec![both], None).unwrap();
+            let act: fn(f32) -> f32 = |v| v / (1.0 + (-v).exp());
+            let team = Team::new();
+            let fused = rayon::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| team.help());
+                }
+                let _finish = crate::team::Finish(&team);
+                lin.gated_one(&x, rows, act, &team).unwrap()
+            });
+            prop_assert_eq!(fused, gated(&lin.forward(&x, 1).unwrap(), rows, act));
         }
     }
 }

@@ -12,9 +12,10 @@ use crate::attention::{Shape, attend};
 use crate::error::LocalError;
 use crate::file_map::FileMap;
 use crate::gguf::{Content, Metadata, TensorInfo};
-use crate::linear::{Linear, QMatrix, q8_0_bytes};
+use crate::linear::{Linear, QMatrix, gated, q8_0_bytes};
 use crate::prompt_cache::KvShape;
 use crate::quant::{BLOCK, Kind};
+use crate::team::{Finish, Team};
 use crate::tensor_bytes::TensorBytes;
 use std::path::Path;
 use std::sync::Arc;
@@ -183,7 +184,14 @@ pub(crate) struct Transformer {
     output: Linear,
     vocab: usize,
     cache: KvCache,
+    /// Decoding steps left to run on rayon alone, after a step's team stalled on a
+    /// helper that lost its core (see [`crate::team`]).
+    team_backoff: usize,
 }
+
+/// Decoding steps run without a team after one stalled: a busy machine stays busy for
+/// a while, and one step in this many retries the team.
+const TEAM_BACKOFF: usize = 64;
 
 /// Finds one tensor in the mapped file, checking its shape, and converts quantizations
 /// without fast kernels.
@@ -375,6 +383,7 @@ impl Transformer {
             output,
             vocab,
             cache,
+            team_backoff: 0,
         })
     }
 
@@ -457,15 +466,40 @@ impl Transformer {
     /// started from outside the pool blocks its caller on a lock and wakes it afterwards,
     /// about 150 times per decoded token (two context switches each, a fifth of the
     /// time at 1 thread), while one started on a worker only pushes jobs to its deque.
+    ///
+    /// A single token (a decoding step) keeps the other workers on the step as a
+    /// [`Team`]: its products are published to them chunk by chunk.
     pub(crate) fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
-        let result = rayon::scope(|_| self.forward_inner(tokens));
+        let helpers = rayon::current_num_threads().saturating_sub(1);
+        let backoff = self.team_backoff;
+        self.team_backoff = backoff.saturating_sub(1);
+        let result = if tokens.len() == 1 && helpers > 0 && backoff == 0 {
+            let team = Team::new();
+            let result = rayon::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|_| team.help());
+                }
+                let _finish = Finish(&team);
+                self.forward_inner(tokens, Some(&team))
+            });
+            if team.stalled() {
+                self.team_backoff = TEAM_BACKOFF;
+            }
+            result
+        } else {
+            rayon::scope(|_| self.forward_inner(tokens, None))
+        };
         if result.is_err() {
             self.cache.clear();
         }
         result
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward_inner(
+        &mut self,
+        tokens: &[u32],
+        team: Option<&Team>,
+    ) -> Result<Vec<f32>, LocalError> {
         let seq = tokens.len();
         let pos = self.cache.len;
         if seq == 0 || pos + seq > self.cfg.context_length {
@@ -494,9 +528,14 @@ impl Transformer {
             neox: c.rope_neox,
         };
         let mut q = vec![0f32; n_head * seq * hd];
+        // One token goes through the decoding team; a prompt chunk through rayon.
+        let project = |l: &Linear, x: &[f32]| match team {
+            Some(team) => l.forward_one(x, team),
+            None => l.forward(x, seq),
+        };
         for (i, layer) in self.layers.iter().enumerate() {
             let h = rms_norm(&x, &layer.attn_norm, c.rms_eps);
-            let qkv = layer.qkv.forward(&h, seq)?;
+            let qkv = project(&layer.qkv, &h)?;
             let cap = self.cache.capacity;
             let Some((ck, cv)) = self.cache.layers.get_mut(i) else {
                 return Err(LocalError::Inference(format!("kv cache has no layer {i}")));
@@ -522,20 +561,21 @@ impl Transformer {
                 head_dim: hd,
             };
             let y = attend(&q, ck, cv, shape);
-            add_assign(&mut x, &layer.o.forward(&y, seq)?);
+            add_assign(&mut x, &project(&layer.o, &y)?);
             let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let gate_up = layer.gate_up.forward(&h, seq)?;
-            let mut gated = Vec::with_capacity(seq * c.n_ff);
-            for row in gate_up.chunks_exact(2 * c.n_ff) {
-                let (gate, up) = row.split_at(c.n_ff);
-                gated.extend(gate.iter().zip(up).map(|(&g, &u)| silu(g) * u));
-            }
-            add_assign(&mut x, &layer.down.forward(&gated, seq)?);
+            let gated = match team {
+                Some(team) => layer.gate_up.gated_one(&h, c.n_ff, silu, team)?,
+                None => gated(&layer.gate_up.forward(&h, seq)?, c.n_ff, silu),
+            };
+            add_assign(&mut x, &project(&layer.down, &gated)?);
         }
         self.cache.len = pos + seq;
         let last = &x[(seq - 1) * c.n_embd..];
         let last = rms_norm(last, &self.norm, c.rms_eps);
-        self.output.forward(&last, 1)
+        match team {
+            Some(team) => self.output.forward_one(&last, team),
+            None => self.output.forward(&last, 1),
+        }
     }
 }
 

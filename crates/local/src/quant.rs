@@ -118,8 +118,19 @@ fn round_to_i8(v: f32) -> i8 {
     (t + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)) as i8
 }
 
-/// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest.
+/// Quantizes `x` into `out` (`out.len() * BLOCK == x.len()`), rounding to nearest:
+/// eight values at a time with AVX2 (the same numbers, see [`quantize_into_scalar`]).
 pub(crate) fn quantize_into(x: &[f32], out: &mut [XBlock]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = avx2() {
+        simd.vectorize(avx2_kernels::QuantizeInto { simd, x, out });
+        return;
+    }
+    quantize_into_scalar(x, out);
+}
+
+/// [`quantize_into`] a value at a time (and the AVX2 path's reference and fallback).
+pub(crate) fn quantize_into_scalar(x: &[f32], out: &mut [XBlock]) {
     for (block, x) in out.iter_mut().zip(x.chunks_exact(BLOCK)) {
         let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
         let d = amax / 127.0;
@@ -438,15 +449,18 @@ mod avx2_kernels {
             ._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
     }
 
-    /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones.
+    /// 16 bytes of packed nibbles as 32 bytes: low nibbles first, then high ones. The
+    /// bytes go to both halves (a broadcast load), the upper half is shifted by four,
+    /// then one mask: two ALU instructions, where masking and shifting each half and
+    /// joining them took four, one of them on the shuffle port the scale broadcasts
+    /// need too.
     #[inline(always)]
     fn unpack_nibbles(simd: V3, q: __m128i) -> __m256i {
-        let mask = simd.sse2._mm_set1_epi8(0xF);
-        let lo = simd.sse2._mm_and_si128(q, mask);
-        let hi = simd
-            .sse2
-            ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), mask);
-        simd.avx._mm256_set_m128i(hi, lo)
+        let a2 = simd.avx2;
+        let both = a2._mm256_broadcastsi128_si256(q);
+        let shifted =
+            a2._mm256_srlv_epi32(both, simd.avx._mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+        a2._mm256_and_si256(shifted, simd.avx._mm256_set1_epi8(0xF))
     }
 
     /// Eight i32 partial sums of `Σ w·x` for unsigned `w` (< 128) and signed `x`, as f32.
@@ -489,6 +503,106 @@ mod avx2_kernels {
             s += l;
         }
         s
+    }
+
+    #[inline(always)]
+    fn load8f(x: &[f32]) -> __m256 {
+        let mut lanes = [0f32; 8];
+        lanes.copy_from_slice(&x[..8]);
+        cast(lanes)
+    }
+
+    /// Eight lanes of [`super::round_to_i8`]`(v · inv)` (finite `v`) as i32.
+    #[inline(always)]
+    fn round8(simd: V3, v: __m256, inv: __m256) -> __m256i {
+        let (a, a2) = (simd.avx, simd.avx2);
+        let c = a._mm256_min_ps(
+            a._mm256_max_ps(a._mm256_mul_ps(v, inv), a._mm256_set1_ps(-127.0)),
+            a._mm256_set1_ps(127.0),
+        );
+        let t = a._mm256_cvttps_epi32(c);
+        let frac = a._mm256_sub_ps(c, a._mm256_cvtepi32_ps(t));
+        let up = a._mm256_castps_si256(
+            a._mm256_cmp_ps::<{ std::arch::x86_64::_CMP_GE_OQ }>(frac, a._mm256_set1_ps(0.5)),
+        );
+        let down = a._mm256_castps_si256(
+            a._mm256_cmp_ps::<{ std::arch::x86_64::_CMP_LE_OQ }>(frac, a._mm256_set1_ps(-0.5)),
+        );
+        a2._mm256_add_epi32(a2._mm256_sub_epi32(t, up), down)
+    }
+
+    /// [`super::quantize_into`]'s arguments, for the same reason as [`DotRows`]. Done
+    /// a value at a time, quantizing each projection's input was 1.5% of a decoding
+    /// step, on one thread while the others waited.
+    pub(super) struct QuantizeInto<'a> {
+        pub(super) simd: V3,
+        pub(super) x: &'a [f32],
+        pub(super) out: &'a mut [XBlock],
+    }
+
+    impl pulp::NullaryFnOnce for QuantizeInto<'_> {
+        type Output = ();
+
+        /// Per block: the largest magnitude (exact in any order), then each value as
+        /// [`super::round_to_i8`] rounds it (clamp, truncate, compare the exact
+        /// fraction with ±0.5), and the integer sum. A block holding a NaN or an
+        /// infinity goes to the scalar loop, whose `clamp` and `max` treat them their
+        /// own way.
+        #[inline(always)]
+        fn call(self) {
+            let (simd, out) = (self.simd, self.out);
+            let (a, a2) = (simd.avx, simd.avx2);
+            let abs_mask = a._mm256_castsi256_ps(a._mm256_set1_epi32(0x7FFF_FFFF));
+            let order = a._mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+            for (block, x) in out.iter_mut().zip(self.x.chunks_exact(super::BLOCK)) {
+                let v = [
+                    load8f(&x[..8]),
+                    load8f(&x[8..16]),
+                    load8f(&x[16..24]),
+                    load8f(&x[24..32]),
+                ];
+                let mut amax = a._mm256_setzero_ps();
+                let mut bad = a._mm256_setzero_ps();
+                for v in v {
+                    let m = a._mm256_and_ps(v, abs_mask);
+                    amax = a._mm256_max_ps(m, amax);
+                    // NaN or infinite: not below the largest finite f32.
+                    bad = a._mm256_or_ps(
+                        bad,
+                        a._mm256_cmp_ps::<{ std::arch::x86_64::_CMP_NLT_UQ }>(
+                            m,
+                            a._mm256_set1_ps(f32::MAX),
+                        ),
+                    );
+                }
+                if a._mm256_movemask_ps(bad) != 0 {
+                    super::quantize_into_scalar(x, std::slice::from_mut(block));
+                    continue;
+                }
+                let lanes: [f32; 8] = cast(amax);
+                let amax = lanes.iter().fold(0f32, |m, v| m.max(*v));
+                let d = amax / 127.0;
+                let inv = a._mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+                let q = [
+                    round8(simd, v[0], inv),
+                    round8(simd, v[1], inv),
+                    round8(simd, v[2], inv),
+                    round8(simd, v[3], inv),
+                ];
+                let sum = a2._mm256_add_epi32(
+                    a2._mm256_add_epi32(q[0], q[1]),
+                    a2._mm256_add_epi32(q[2], q[3]),
+                );
+                let sums: [i32; 8] = cast(sum);
+                let packed = a2._mm256_packs_epi16(
+                    a2._mm256_packs_epi32(q[0], q[1]),
+                    a2._mm256_packs_epi32(q[2], q[3]),
+                );
+                block.d = d;
+                block.qs = cast(a2._mm256_permutevar8x32_epi32(packed, order));
+                block.s = d * sums.iter().sum::<i32>() as f32;
+            }
+        }
     }
 
     /// [`dot_rows`]'s arguments, called through `pulp::NullaryFnOnce` with an
@@ -726,11 +840,53 @@ mod avx2_kernels {
         finish(simd, acc, mins)
     }
 
-    /// Four Q4_0/Q4_1 rows against one activation row.
+    /// The f16 pairs at the start of four blocks (one per row: the four bytes from
+    /// `at`, low half first) as eight f32 lanes `[lo0, hi0, lo1, hi1, ..]`, converted
+    /// eight at a time by [`f16_at`]'s bit arithmetic (the same values, lane by lane):
+    /// done per value, the conversions, their byte loads and the scale products were
+    /// two thirds of a 4-row decoding kernel's instructions. A lane in `check` holding
+    /// an infinity or NaN takes the table for every lane, as [`f16_at`] does.
+    #[inline(always)]
+    fn f16_pairs(simd: V3, rows: [&[u8]; 4], at: usize, check: i32) -> __m256 {
+        let (a, a2) = (simd.avx, simd.avx2);
+        let word = |r: &[u8]| i32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]]);
+        let packed =
+            simd.sse2
+                ._mm_set_epi32(word(rows[3]), word(rows[2]), word(rows[1]), word(rows[0]));
+        let bits = a2._mm256_cvtepu16_epi32(packed);
+        let exp_mask = a._mm256_set1_epi32(0x7C00);
+        let special = a2._mm256_cmpeq_epi32(a2._mm256_and_si256(bits, exp_mask), exp_mask);
+        if a._mm256_movemask_ps(a._mm256_castsi256_ps(special)) & check != 0 {
+            let t16 = f16_table();
+            let lanes: [u32; 8] = cast(bits);
+            return cast(lanes.map(|b| t16[(b & 0xFFFF) as usize]));
+        }
+        let magnitude = a._mm256_castsi256_ps(
+            a2._mm256_slli_epi32::<13>(a2._mm256_and_si256(bits, a._mm256_set1_epi32(0x7FFF))),
+        );
+        let magnitude = a._mm256_mul_ps(
+            magnitude,
+            a._mm256_castsi256_ps(a._mm256_set1_epi32(0x7780_0000)),
+        );
+        let sign =
+            a2._mm256_slli_epi32::<16>(a2._mm256_and_si256(bits, a._mm256_set1_epi32(0x8000)));
+        a._mm256_or_ps(magnitude, a._mm256_castsi256_ps(sign))
+    }
+
+    /// Lane `2·r` of `v` in every lane (row `r`'s scale, from [`f16_pairs`]' layout).
+    #[inline(always)]
+    fn even_lane(simd: V3, v: __m256, r: i32) -> __m256 {
+        simd.avx2
+            ._mm256_permutevar8x32_ps(v, simd.avx._mm256_set1_epi32(2 * r))
+    }
+
+    /// Four Q4_0/Q4_1 rows against one activation row. The four rows' scales and mins
+    /// are converted and multiplied by the activation's scale and sum as one vector (each
+    /// lane the scalar kernel's two roundings, so the same numbers).
     #[inline(always)]
     fn q4x4<const Q41: bool>(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
         let (bytes, qs_at) = if Q41 { (20, 4) } else { (18, 2) };
-        let t16 = f16_table();
+        let (a, f) = (simd.avx, simd.fma);
         let nb = (rows[0]
             .len()
             .min(rows[1].len())
@@ -740,24 +896,40 @@ mod avx2_kernels {
             .min(x.len());
         let rows = rows.map(|r| &r[..nb * bytes]);
         let x = &x[..nb];
-        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
-        let mut mins = [0f32; 4];
+        // Q4_0's min is -8·d: the odd lanes (its first quants) are replaced by that.
+        let (check, minus8) = if Q41 {
+            (0xFF, a._mm256_set1_ps(1.0))
+        } else {
+            (
+                0x55,
+                a._mm256_setr_ps(1.0, -8.0, 1.0, -8.0, 1.0, -8.0, 1.0, -8.0),
+            )
+        };
+        let mut acc = [a._mm256_setzero_ps(); 4];
+        let mut mins = a._mm256_setzero_ps();
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
+            let at = bi * bytes;
+            let mut dm = f16_pairs(simd, rows, at, check);
+            if !Q41 {
+                dm = a._mm256_mul_ps(a._mm256_moveldup_ps(dm), minus8);
+            }
+            let xds = a._mm256_setr_ps(x.d, x.s, x.d, x.s, x.d, x.s, x.d, x.s);
+            let scaled = a._mm256_mul_ps(dm, xds);
+            // Odd lanes: each row's `m · x.s`, summed block by block as the scalar kernel
+            // does (the even lanes' sums are never read).
+            mins = a._mm256_add_ps(mins, scaled);
             for r in 0..4 {
-                prefetch(simd, rows[r], bi * bytes);
-                let b = &rows[r][bi * bytes..bi * bytes + bytes];
-                let d = f16_at(t16, b, 0);
-                let m = if Q41 { f16_at(t16, b, 2) } else { -8.0 * d };
-                let w = unpack_nibbles(simd, load16(&b[qs_at..]));
+                if bi % 2 == 0 {
+                    prefetch(simd, rows[r], at);
+                }
+                let w = unpack_nibbles(simd, load16(&rows[r][at + qs_at..]));
                 let p = udot(simd, w, xq);
-                acc[r] = simd
-                    .fma
-                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
-                mins[r] += m * x.s;
+                acc[r] = f._mm256_fmadd_ps(even_lane(simd, scaled, r as i32), p, acc[r]);
             }
         }
-        finish(simd, acc, mins)
+        let mins: [f32; 8] = cast(mins);
+        finish(simd, acc, [mins[1], mins[3], mins[5], mins[7]])
     }
 
     #[inline(always)]
@@ -780,10 +952,11 @@ mod avx2_kernels {
         finish(simd, acc, [0f32; N])
     }
 
-    /// Four Q8_0 rows against one activation row (the tied output projection).
+    /// Four Q8_0 rows against one activation row (the tied output projection), their
+    /// scales converted and multiplied as one vector like [`q4x4`]'s.
     #[inline(always)]
     fn q8x4(simd: V3, rows: [&[u8]; 4], x: &[XBlock]) -> [f32; 4] {
-        let t16 = f16_table();
+        let (a, f) = (simd.avx, simd.fma);
         let nb = (rows[0]
             .len()
             .min(rows[1].len())
@@ -793,17 +966,16 @@ mod avx2_kernels {
             .min(x.len());
         let rows = rows.map(|r| &r[..nb * 34]);
         let x = &x[..nb];
-        let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+        let mut acc = [a._mm256_setzero_ps(); 4];
         for (bi, x) in x.iter().enumerate() {
             let xq: __m256i = cast(x.qs);
+            let at = bi * 34;
+            // Even lanes: the scales (odd lanes are the first quants, unused).
+            let scaled = a._mm256_mul_ps(f16_pairs(simd, rows, at, 0x55), a._mm256_set1_ps(x.d));
             for r in 0..4 {
-                prefetch(simd, rows[r], bi * 34);
-                let b = &rows[r][bi * 34..bi * 34 + 34];
-                let d = f16_at(t16, b, 0);
-                let p = sdot(simd, load32(&b[2..]), xq);
-                acc[r] = simd
-                    .fma
-                    ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(d * x.d), p, acc[r]);
+                prefetch(simd, rows[r], at);
+                let p = sdot(simd, load32(&rows[r][at + 2..]), xq);
+                acc[r] = f._mm256_fmadd_ps(even_lane(simd, scaled, r as i32), p, acc[r]);
             }
         }
         finish(simd, acc, [0f32; 4])
@@ -975,6 +1147,56 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Four different rows (each with its own scales and mins, random f16 bits, an
+        /// infinity now and then) decoded at once give each row's own result, bit for bit:
+        /// the 4-row kernels convert and scale the four rows' blocks side by side.
+        #[test]
+        fn four_rows_at_once_give_each_rows_bits(
+            bytes in proptest::collection::vec(any::<u8>(), 4 * 2 * 210),
+            scales in proptest::collection::vec(0u16..0x7C00, 4 * 2 * 2),
+            negative in proptest::collection::vec(any::<bool>(), 4 * 2 * 2),
+            infinite in 0usize..64,
+            x in proptest::collection::vec(-2.0f32..2.0, 2 * SUPER),
+        ) {
+            for kind in KINDS {
+                let len = 2 * kind.block_bytes();
+                let mut rows: Vec<Vec<u8>> = bytes.chunks_exact(2 * 210).map(|b| b[..len].to_vec()).collect();
+                let at: &[usize] = match kind {
+                    Kind::Q4_0 | Kind::Q8_0 => &[0],
+                    Kind::Q4_1 | Kind::Q4K => &[0, 2],
+                    Kind::Q6K => &[208],
+                };
+                let mut i = 0;
+                for row in &mut rows {
+                    for block in row.chunks_exact_mut(kind.block_bytes()) {
+                        for &a in at {
+                            let mut bits = scales[i] | if negative[i] { 0x8000 } else { 0 };
+                            if i == infinite {
+                                bits = 0x7C00;
+                            }
+                            // Small magnitudes keep the products finite.
+                            if bits & 0x7C00 != 0x7C00 {
+                                bits = (bits & 0x83FF) | ((bits & 0x7C00) % 0x4000);
+                            }
+                            block[a..a + 2].copy_from_slice(&bits.to_le_bytes());
+                            i += 1;
+                        }
+                    }
+                }
+                let cols = 2 * kind.block_values();
+                let mut xq = vec![XBlock::default(); cols / BLOCK];
+                quantize_into(&x[..cols], &mut xq);
+                let four = dot_rows4(kind, [&rows[0][..], &rows[1][..], &rows[2][..], &rows[3][..]], &xq);
+                for (r, row) in rows.iter().enumerate() {
+                    let mut one = [0f32];
+                    dot_rows(kind, row, &[&xq], &mut one);
+                    prop_assert_eq!(four[r].to_bits(), one[0].to_bits(), "{:?} row {}: {} vs {}", kind, r, four[r], one[0]);
+                }
+            }
+        }
+    }
+
     /// The table-free conversion gives the table's value for every f16 bit pattern
     /// (NaNs compared by their bits).
     #[test]
@@ -1014,6 +1236,39 @@ mod tests {
             -0.0,
         ] {
             assert_eq!(round_to_i8(v), v.round().clamp(-127.0, 127.0) as i8, "{v}");
+        }
+    }
+
+    proptest! {
+        /// The AVX2 quantization gives the scalar loop's blocks exactly, halves, zeros,
+        /// NaNs and infinities included.
+        #[test]
+        fn vector_quantization_matches_the_scalar_loop(
+            x in proptest::collection::vec(-300.0f32..300.0, 4 * BLOCK),
+            halves in proptest::collection::vec(-254i32..254, 4 * BLOCK),
+            special in proptest::collection::vec(0usize..6 * BLOCK, 0..3),
+        ) {
+            // Values that land on halves after scaling (amax 127 makes the scale 1).
+            let mut x = x;
+            for (v, h) in x[BLOCK..2 * BLOCK].iter_mut().zip(&halves) {
+                *v = *h as f32 / 2.0;
+            }
+            x[BLOCK] = 127.0;
+            x[2 * BLOCK..3 * BLOCK].fill(0.0);
+            for (k, s) in special.iter().enumerate() {
+                if let Some(v) = x.get_mut(*s) {
+                    *v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][k % 3];
+                }
+            }
+            let mut fast = vec![XBlock::default(); 4];
+            let mut slow = vec![XBlock::default(); 4];
+            quantize_into(&x, &mut fast);
+            quantize_into_scalar(&x, &mut slow);
+            for (f, s) in fast.iter().zip(&slow) {
+                prop_assert_eq!(f.qs, s.qs);
+                prop_assert_eq!(f.d.to_bits(), s.d.to_bits());
+                prop_assert_eq!(f.s.to_bits(), s.s.to_bits());
+            }
         }
     }
 
