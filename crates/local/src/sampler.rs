@@ -35,6 +35,31 @@ pub(crate) fn penalize_repeats(logits: &mut [f32], recent: &[u32], penalty: f32)
     }
 }
 
+/// The first index of the largest logit that is a number, and that logit; `None` when
+/// none is. Two passes (the maximum eight lanes at a time, then the first index holding
+/// it) instead of one compare-and-branch per logit: on the caller between two decoding
+/// steps, with the other workers idle, a one-pass fold over 49152 logits took about
+/// 50 microseconds a token (0.6% of a step at 2 threads).
+fn argmax(logits: &[f32]) -> Option<(u32, f32)> {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut blocks = logits.chunks_exact(8);
+    for block in &mut blocks {
+        for (m, &l) in lanes.iter_mut().zip(block) {
+            // `max` skips NaN.
+            *m = m.max(l);
+        }
+    }
+    let max = blocks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &l| m.max(l));
+    // Every number compares equal to -inf only when it is -inf, and -0.0 == 0.0: the
+    // first number equal to the maximum is the first maximal one.
+    let best = logits.iter().position(|&l| l == max)?;
+    logits.get(best).map(|&l| (best as u32, l))
+}
+
 /// Samples token ids from logits.
 pub(crate) struct Sampler {
     rng: SplitMix64,
@@ -57,17 +82,7 @@ impl Sampler {
     /// The next token, or `None` when no logit is a number.
     pub(crate) fn sample(&mut self, logits: &[f32]) -> Option<u32> {
         let greedy = !(self.temperature.is_finite() && self.temperature > 0.0);
-        let (best, max) = logits.iter().enumerate().filter(|(_, l)| !l.is_nan()).fold(
-            (None, f32::NEG_INFINITY),
-            |(bi, bl), (i, &l)| {
-                if bi.is_none() || l > bl {
-                    (Some(i), l)
-                } else {
-                    (bi, bl)
-                }
-            },
-        );
-        let best = best? as u32;
+        let (best, max) = argmax(logits)?;
         if greedy || !max.is_finite() {
             return Some(best);
         }
@@ -114,6 +129,40 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The one-pass fold `argmax` replaced: the first maximal number.
+    fn argmax_by_fold(logits: &[f32]) -> Option<(u32, f32)> {
+        let (best, max) = logits.iter().enumerate().filter(|(_, l)| !l.is_nan()).fold(
+            (None, f32::NEG_INFINITY),
+            |(bi, bl), (i, &l)| {
+                if bi.is_none() || l > bl {
+                    (Some(i), l)
+                } else {
+                    (bi, bl)
+                }
+            },
+        );
+        best.map(|b| (b as u32, max))
+    }
+
+    proptest! {
+        /// Same index and same bits as the fold, with NaN, infinities, signed zeros and
+        /// ties anywhere.
+        #[test]
+        fn argmax_is_the_first_maximal_number(
+            picks in prop::collection::vec((0usize..8, -4.0f32..4.0), 0..100),
+        ) {
+            let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0];
+            let logits: Vec<f32> = picks
+                .iter()
+                .map(|&(k, v)| specials.get(k).copied().unwrap_or(v))
+                .collect();
+            let got = argmax(&logits).map(|(i, m)| (i, m.to_bits()));
+            let want = argmax_by_fold(&logits).map(|(i, m)| (i, m.to_bits()));
+            prop_assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn greedy_picks_the_max_and_ignores_nan() {
