@@ -7,8 +7,13 @@
 //! only `upto..end`. Recording is sequential and depends on nothing but
 //! the messages and the transcript's name, so the result is the rebuild's,
 //! exactly. An edit other than an append (a placeholder, a splice, a pop)
-//! drops every memo that reaches the edited message; the next request
-//! rebuilds it once. A resumed history starts with none, and the first
+//! rolls every memo that reaches the edited message back to its last
+//! checkpoint before it (a memo keeps its state every [`CHECKPOINT_EVERY`]
+//! messages, the last few of them), or drops it when there is none; the
+//! next request records from there. The common edit is of the newest
+//! messages (a large new result replaced by its preview), and rebuilding
+//! the whole history for it made every such call cost as much as the
+//! history is long. A resumed history starts with none, and the first
 //! request reads its messages (its compaction markers' ledgers included)
 //! once.
 
@@ -20,6 +25,17 @@ use std::ops::Range;
 /// Memos for at most this many stretches (the whole history with and
 /// without its markers' ledgers, and the middle snip_compact archives).
 const SLOTS: usize = 4;
+
+/// A memo keeps its state every this many messages it records. Keeping it
+/// costs a copy of the ledger; an edit then records at most this many
+/// messages again. Small in unit tests, so that the property test of
+/// edits rolls back often.
+const CHECKPOINT_EVERY: usize = if cfg!(test) { 3 } else { 32 };
+
+/// The checkpoints a memo keeps, newest: an edit further back than these
+/// (micro_compact clearing old results, which the cache model makes rare)
+/// rebuilds the memo.
+const CHECKPOINTS: usize = 3;
 
 /// The ledgers of a few stretches of a history, each up to date as far as
 /// it was last asked for.
@@ -46,6 +62,46 @@ struct Memo {
     /// the band's cost check and the compaction that follows it in the
     /// same call render the same ledger at the same budget.
     rendered: Option<Rendered>,
+    /// The memo as it was at a few earlier points, oldest first.
+    checkpoints: Vec<Checkpoint>,
+}
+
+/// A memo's state after recording the messages before `upto`.
+#[derive(Clone, Debug)]
+struct Checkpoint {
+    upto: usize,
+    ledger: Ledger,
+    recorder: Recorder,
+}
+
+impl Memo {
+    /// Back to the newest checkpoint at or before message `at`, if there
+    /// is one; otherwise left as it is (and dropped by the caller).
+    fn roll_back(&mut self, at: usize) {
+        self.checkpoints.retain(|c| c.upto <= at);
+        if let Some(c) = self.checkpoints.last() {
+            self.ledger.clone_from(&c.ledger);
+            self.recorder.clone_from(&c.recorder);
+            self.upto = c.upto;
+            self.rendered = None;
+        }
+    }
+
+    /// Keeps the memo's state at message `k` when a checkpoint falls there.
+    fn checkpoint_at(&mut self, k: usize) {
+        let due = k > self.start && (k - self.start).is_multiple_of(CHECKPOINT_EVERY);
+        if !due || self.checkpoints.last().is_some_and(|c| c.upto >= k) {
+            return;
+        }
+        if self.checkpoints.len() >= CHECKPOINTS {
+            self.checkpoints.remove(0);
+        }
+        self.checkpoints.push(Checkpoint {
+            upto: k,
+            ledger: self.ledger.clone(),
+            recorder: self.recorder.clone(),
+        });
+    }
 }
 
 /// One rendering of a memo's ledger, with what it was rendered for.
@@ -60,6 +116,11 @@ impl LedgerMemo {
     /// Message `at` (and perhaps those after it) changed other than by an
     /// append: facts recorded from them no longer hold.
     pub(crate) fn edited_from(&mut self, at: usize) {
+        for memo in &mut self.slots {
+            if memo.upto > at {
+                memo.roll_back(at);
+            }
+        }
         self.slots.retain(|m| m.upto <= at);
         self.parsed.split_off(&at);
     }
@@ -143,6 +204,7 @@ impl LedgerMemo {
                         ..Recorder::default()
                     },
                     rendered: None,
+                    checkpoints: Vec::new(),
                 });
                 self.slots.len() - 1
             }
@@ -152,6 +214,11 @@ impl LedgerMemo {
             memo.rendered = None;
         }
         for (k, message) in messages.iter().enumerate().take(end).skip(memo.upto) {
+            // Only the last few checkpoints are kept: none is taken
+            // where a later one in this same recording would drop it.
+            if end - k <= CHECKPOINT_EVERY * CHECKPOINTS {
+                memo.checkpoint_at(k);
+            }
             let parsed = match message.role() {
                 Role::Assistant => self
                     .parsed
