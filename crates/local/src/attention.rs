@@ -405,7 +405,8 @@ mod avx2 {
     /// `o += Σ p[i] · v[i][from..]` over the positions of `p` (`v` their values,
     /// `[position][dim]`, `o` one query's running sums for dims `from..from + o.len()`):
     /// one FMA chain per output value, positions in order, eight, four or one vector
-    /// of them interleaved.
+    /// of them interleaved. The three blocks are written out: as one const-generic
+    /// function (same operations) decoding after a long prompt measured 3-9% slower.
     #[inline(always)]
     fn accumulate(simd: V3, p: &[f32], v: &[f32], hd: usize, from: usize, o: &mut [f32]) {
         let (a, f) = (simd.avx, simd.fma);

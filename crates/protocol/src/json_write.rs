@@ -48,14 +48,24 @@ fn write_message(message: &Message, out: &mut String) {
 }
 
 fn write_blocks(blocks: &[Block], out: &mut String) {
-    out.push('[');
-    for (k, block) in blocks.iter().enumerate() {
+    write_list(blocks, ('[', ']'), out, write_block);
+}
+
+/// `items` between `brackets`, separated by commas, each written by `write_item`.
+fn write_list<T>(
+    items: impl IntoIterator<Item = T>,
+    brackets: (char, char),
+    out: &mut String,
+    mut write_item: impl FnMut(T, &mut String),
+) {
+    out.push(brackets.0);
+    for (k, item) in items.into_iter().enumerate() {
         if k > 0 {
             out.push(',');
         }
-        write_block(block, out);
+        write_item(item, out);
     }
-    out.push(']');
+    out.push(brackets.1);
 }
 
 /// One block: `{"type":...,` its fields in declaration order (an absent
@@ -129,10 +139,15 @@ fn write_block(block: &Block, out: &mut String) {
 fn write_extra(extra: &Extra, out: &mut String) {
     for (key, value) in extra {
         out.push(',');
-        write_str(key, out);
-        out.push(':');
-        write_value(value, out);
+        write_field(key, value, out);
     }
+}
+
+/// `"key":value`.
+fn write_field(key: &str, value: &Value, out: &mut String) {
+    write_str(key, out);
+    out.push(':');
+    write_value(value, out);
 }
 
 fn write_value(value: &Value, out: &mut String) {
@@ -145,28 +160,10 @@ fn write_value(value: &Value, out: &mut String) {
             out.push_str(&serde_json::to_string(n).unwrap_or_default());
         }
         Value::String(s) => write_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (k, item) in items.iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                write_value(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (k, (key, value)) in map.iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                write_str(key, out);
-                out.push(':');
-                write_value(value, out);
-            }
-            out.push('}');
-        }
+        Value::Array(items) => write_list(items, ('[', ']'), out, write_value),
+        Value::Object(map) => write_list(map, ('{', '}'), out, |(key, value), out| {
+            write_field(key, value, out)
+        }),
     }
 }
 
