@@ -6,6 +6,8 @@
 //!   to the next, such as a ledger to record again after a result was
 //!   replaced by its preview, is measured too): the common case, whose cost
 //!   must not grow with the history;
+//! - steady_ahead: the same, with the work a harness does while the model
+//!   answers (`History::prepare_ahead`) after each call, not measured;
 //! - first_compaction: the first time the history goes over the limit.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -81,31 +83,39 @@ fn bench(c: &mut Criterion) {
         }
         steady.prepare(&mut compacted, "Refactor the crate.", &mut Fixed);
         let mut next = n;
-        group.bench_with_input(BenchmarkId::new("steady", n), &n, |b, _| {
-            // Calls in a row on one history, as a session makes them: what
-            // a call leaves to the next (a memo to bring up to date after
-            // an edit) is paid where it falls. Every RUN calls the history
-            // starts again from the compacted one, outside the measurement.
-            const RUN: u64 = 20;
-            b.iter_custom(|iters| {
-                let mut spent = std::time::Duration::ZERO;
-                let mut h = compacted.clone();
-                for i in 0..iters {
-                    if i > 0 && i % RUN == 0 {
-                        h = compacted.clone();
+        for (name, ahead) in [("steady", false), ("steady_ahead", true)] {
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                // Calls in a row on one history, as a session makes them:
+                // what a call leaves to the next (a memo to bring up to
+                // date after an edit) is paid where it falls. Every RUN
+                // calls the history starts again from the compacted one,
+                // outside the measurement. With `ahead`, the work a
+                // harness does while the model answers follows each call,
+                // unmeasured: the calls' own path.
+                const RUN: u64 = 20;
+                b.iter_custom(|iters| {
+                    let mut spent = std::time::Duration::ZERO;
+                    let mut h = compacted.clone();
+                    for i in 0..iters {
+                        if i > 0 && i % RUN == 0 {
+                            h = compacted.clone();
+                        }
+                        next += 2;
+                        for m in turn(next) {
+                            h.push(m);
+                        }
+                        let start = std::time::Instant::now();
+                        let outcome = steady.prepare(&mut h, "Refactor the crate.", &mut Fixed);
+                        spent += start.elapsed();
+                        black_box(outcome);
+                        if ahead {
+                            h.prepare_ahead();
+                        }
                     }
-                    next += 2;
-                    for m in turn(next) {
-                        h.push(m);
-                    }
-                    let start = std::time::Instant::now();
-                    let outcome = steady.prepare(&mut h, "Refactor the crate.", &mut Fixed);
-                    spent += start.elapsed();
-                    black_box(outcome);
-                }
-                spent
-            })
-        });
+                    spent
+                })
+            });
+        }
         let fresh = history(n);
         group.bench_with_input(BenchmarkId::new("first_compaction", n), &n, |b, _| {
             b.iter_batched(

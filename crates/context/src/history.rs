@@ -1,6 +1,7 @@
 //! A conversation history whose size is always known without re-serializing it.
 
 use crate::ledger::{Ledger, LedgerMemo};
+use crate::per_message::PerMessage;
 use crate::{Block, Message, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
@@ -27,6 +28,12 @@ pub struct History {
     archived: usize,
     /// The ledgers of the messages, kept up to date (see `LedgerMemo`).
     ledger: LedgerMemo,
+    /// The transcript lines of messages not archived yet, written ahead of
+    /// need by [`History::prepare_ahead`].
+    lines: PerMessage<String>,
+    /// Messages before this one have their line written (or are archived)
+    /// since they last changed.
+    lines_upto: usize,
 }
 
 /// The part of a history that changed since it was last saved: messages
@@ -61,6 +68,8 @@ impl History {
             epoch: 0,
             archived: 0,
             ledger: LedgerMemo::default(),
+            lines: PerMessage::default(),
+            lines_upto: 0,
         }
     }
 
@@ -162,7 +171,9 @@ impl History {
         self.saved = self.saved.min(self.messages.len());
         self.kept_tail = 0;
         self.archived = self.archived.min(self.messages.len());
-        self.ledger.edited_from(self.messages.len());
+        self.ledger.truncated(self.messages.len());
+        self.lines.truncated(self.messages.len());
+        self.lines_upto = self.lines_upto.min(self.messages.len());
         Some(m)
     }
 
@@ -176,7 +187,9 @@ impl History {
         self.unchanged = self.unchanged.min(at.message);
         self.saved = self.saved.min(at.message);
         self.kept_tail = self.kept_tail.min(self.messages.len() - 1 - at.message);
-        self.ledger.edited_from(at.message);
+        self.ledger.message_changed(at.message);
+        self.lines.changed(at.message);
+        self.lines_upto = self.lines_upto.min(at.message);
         Some(old)
     }
 
@@ -201,6 +214,7 @@ impl History {
         let end = range.end.min(old_len);
         let start = range.start.min(end);
         let added: usize = replacement.iter().map(Message::chars).sum();
+        let added_messages = replacement.len();
         let removed: usize = self
             .messages
             .splice(start..end, replacement)
@@ -213,7 +227,35 @@ impl History {
         self.kept_tail = self.kept_tail.min(old_len - end);
         // The replacement is new: only what precedes it stays archived.
         self.archived = self.archived.min(start);
-        self.ledger.edited_from(start);
+        self.ledger.messages_spliced(start..end, added_messages);
+        self.lines.spliced(start..end, added_messages);
+        self.lines_upto = self.lines_upto.min(start);
+    }
+
+    /// Does now what the next compaction would do with single messages:
+    /// parses the tool calls, reads back the ledger of a marker the last
+    /// compaction wrote, and writes the transcript line of every message
+    /// not archived yet. A harness calls it while the model answers (work
+    /// then costs no one any waiting); what the pipeline computes is the
+    /// same with or without it, only its time on the call's path changes.
+    /// Each message's work is done once in its life, kept through edits of
+    /// the others, and dropped with the message.
+    pub fn prepare_ahead(&mut self) {
+        self.ledger.prepare_ahead(&self.messages);
+        let from = self.lines_upto.max(self.archived());
+        for (k, message) in self.messages.iter().enumerate().skip(from) {
+            if !self.lines.has(k) {
+                self.lines.set(k, whittle_protocol::message_json(message));
+            }
+        }
+        self.lines_upto = self.messages.len();
+    }
+
+    /// The transcript lines written ahead for `messages()[range]`, taken
+    /// (an archived message needs its line no more): `None` for a message
+    /// without one.
+    pub(crate) fn take_written_lines(&mut self, range: Range<usize>) -> Vec<Option<String>> {
+        range.map(|k| self.lines.take(k)).collect()
     }
 
     /// The ledger of `messages()[range]` with `transcript` as where they
@@ -317,6 +359,76 @@ impl<'de> Deserialize<'de> for History {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Push(String),
+        Pop,
+        Placeholder(u8),
+        Splice(u8, u8, u8),
+        Ahead,
+        Archive(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => "[a-z\"\n]{0,12}".prop_map(Op::Push),
+            1 => Just(Op::Pop),
+            1 => any::<u8>().prop_map(Op::Placeholder),
+            1 => (any::<u8>(), any::<u8>(), 0u8..3).prop_map(|(a, b, n)| Op::Splice(a, b, n)),
+            2 => Just(Op::Ahead),
+            1 => any::<u8>().prop_map(Op::Archive),
+        ]
+    }
+
+    proptest! {
+        /// Through any edits, a transcript line written ahead and taken
+        /// for archiving is the JSON of the message it is taken for.
+        #[test]
+        fn lines_written_ahead_are_their_messages_json(ops in prop::collection::vec(op(), 1..60)) {
+            let mut h = History::default();
+            let mut n = 0;
+            for op in ops {
+                let len = h.len();
+                let at = |x: u8| x as usize * len / 255;
+                match op {
+                    Op::Push(text) => {
+                        n += 1;
+                        h.push(if n % 2 == 0 {
+                            Message::user_blocks(vec![Block::tool_result(format!("t{n}"), text, false)])
+                        } else {
+                            Message::assistant(text)
+                        });
+                    }
+                    Op::Pop => {
+                        h.pop();
+                    }
+                    Op::Placeholder(k) => {
+                        let refs = h.tool_result_refs();
+                        if !refs.is_empty() {
+                            h.set_tool_result_content(refs[k as usize % refs.len()], "[saved]".into());
+                        }
+                    }
+                    Op::Splice(a, b, k) => {
+                        let (a, b) = (at(a.min(b)), at(a.max(b)));
+                        h.splice(a..b, (0..k).map(|i| Message::user(format!("[marker {i}]"))).collect());
+                    }
+                    Op::Ahead => h.prepare_ahead(),
+                    Op::Archive(upto) => {
+                        let (from, end) = (h.archived(), at(upto).max(h.archived()));
+                        let written = h.take_written_lines(from..end);
+                        for (m, line) in h.messages()[from..end].iter().zip(&written) {
+                            if let Some(line) = line {
+                                prop_assert_eq!(line, &whittle_protocol::message_json(m));
+                            }
+                        }
+                        h.set_archived(end);
+                    }
+                }
+            }
+        }
+    }
 
     fn actual(h: &History) -> usize {
         serde_json::to_string(h).unwrap().chars().count()

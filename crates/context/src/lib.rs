@@ -62,6 +62,7 @@ mod markers;
 mod meter;
 mod pairs;
 mod path_tokens;
+mod per_message;
 mod pipeline;
 mod recovery;
 mod session_log;

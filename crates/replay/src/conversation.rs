@@ -391,6 +391,12 @@ impl<'r, 's> Replayer<'r, 's> {
         self.times.push(started.elapsed().as_micros() as u64);
         self.count_steps(applied);
         self.send(recorded, time);
+        // While the model would answer, as the agent does.
+        if self.compactor.is_some() {
+            let started = Instant::now();
+            self.history.prepare_ahead();
+            self.report.ahead_us_total += started.elapsed().as_micros() as u64;
+        }
     }
 
     /// What the provider's cache holds: the default policy rewrites its

@@ -54,6 +54,11 @@ pub struct ReplayReport {
     pub pipeline_us_max: u64,
     /// Pipeline time in all, in microseconds.
     pub pipeline_us_total: u64,
+    /// Time in all, in microseconds, of the work done ahead of need while
+    /// the model answers ([`whittle_context::History::prepare_ahead`]):
+    /// off the calls' path, as in the agent, and not in the pipeline's
+    /// figures, but counted here so that none of the work is hidden.
+    pub ahead_us_total: u64,
     /// Pipeline time of each call in call order, in microseconds: whether
     /// the cost stays flat as a session grows. Not in JSON (one per call).
     #[serde(skip)]
@@ -121,6 +126,7 @@ impl ReplayReport {
         self.pipeline_us_median = self.pipeline_us_median.max(other.pipeline_us_median);
         self.pipeline_us_max = self.pipeline_us_max.max(other.pipeline_us_max);
         self.pipeline_us_total += other.pipeline_us_total;
+        self.ahead_us_total += other.ahead_us_total;
         self.survival.absorb(&other.survival);
     }
 }

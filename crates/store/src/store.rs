@@ -268,11 +268,24 @@ impl Store {
     /// which lines hold them. A tool result whose text this store has saved
     /// is written as a persisted-output marker naming the file, not copied.
     pub fn archive(&self, messages: &[Message]) -> Result<ArchivedSpan, StoreError> {
+        self.archive_written(messages, &[])
+    }
+
+    /// [`Store::archive`], with the JSON of some messages written ahead:
+    /// `written[i]`, where it is `Some`, must be
+    /// [`whittle_protocol::message_json`] of `messages[i]` (a harness writes
+    /// a message's line while the model answers, so that the compaction
+    /// that archives it only appends it). What is written is the same.
+    pub fn archive_written(
+        &self,
+        messages: &[Message],
+        written: &[Option<String>],
+    ) -> Result<ArchivedSpan, StoreError> {
         let mut shared = self.lock();
         let Shared {
             saved, transcript, ..
         } = &mut *shared;
-        transcript.append(messages, saved, &self.redactor)
+        transcript.append(messages, written, saved, &self.redactor)
     }
 
     /// Reads a transcript back. Lines are messages, except that saved

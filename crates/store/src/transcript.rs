@@ -11,6 +11,7 @@ use crate::error::{StoreError, io_err};
 use crate::hash::ContentHash;
 use crate::placeholder::{Preview, persisted_output};
 use crate::saved::SavedOutput;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -91,19 +92,27 @@ impl Transcript {
         Ok(self.open.insert(open))
     }
 
+    /// Appends `messages`; `written[i]`, when there is one, is
+    /// `message_json(&messages[i])` written earlier.
     pub(super) fn append(
         &mut self,
         messages: &[Message],
+        written: &[Option<String>],
         saved: &HashMap<String, SavedOutput>,
         redactor: &Redactor,
     ) -> Result<ArchivedSpan, StoreError> {
         let path = self.path.clone();
         let open = self.open()?;
         let mut body = Vec::with_capacity(messages.iter().map(|m| m.chars() + 1).sum());
-        for m in messages {
-            let line = naming_saved_outputs(m, saved);
-            // serde_json's bytes, written faster (most of an archive's cost).
-            let json = whittle_protocol::message_json(line.as_ref().unwrap_or(m));
+        for (i, m) in messages.iter().enumerate() {
+            let json = match naming_saved_outputs(m, saved) {
+                Some(line) => Cow::Owned(whittle_protocol::message_json(&line)),
+                None => match written.get(i) {
+                    Some(Some(json)) => Cow::Borrowed(json.as_str()),
+                    // serde_json's bytes, written faster (most of an archive's cost).
+                    _ => Cow::Owned(whittle_protocol::message_json(m)),
+                },
+            };
             body.extend_from_slice(redactor.redact(&json).as_bytes());
             body.push(b'\n');
         }

@@ -195,6 +195,9 @@ impl Agent {
             s = self.provider.stream(request) => s?,
             _ = cancel.cancelled() => return Ok(None),
         };
+        // The model is answering: the next compaction's work on single
+        // messages is done now, off the path of the next call.
+        self.history.prepare_ahead();
         let mut collector = Collector::new();
         loop {
             let next = tokio::select! {

@@ -17,9 +17,9 @@
 //! request reads its messages (its compaction markers' ledgers included)
 //! once.
 
-use super::{CallFacts, Ledger, Recorder};
+use super::{CallFacts, Ledger, Recorder, marker_ledger};
+use crate::per_message::PerMessage;
 use crate::{Message, Role};
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Memos for at most this many stretches (the whole history with and
@@ -45,9 +45,14 @@ pub(crate) struct LedgerMemo {
     /// The facts of the tool calls of the messages recorded, by message: a
     /// call is parsed once, however many memos record it, and however
     /// often an edit after it (a result replaced by its placeholder) makes
-    /// the memos record the history again. Dropped with the messages an
-    /// edit reaches, as the memos are.
-    parsed: BTreeMap<usize, Vec<CallFacts>>,
+    /// the memos record the history again.
+    parsed: PerMessage<Vec<CallFacts>>,
+    /// Markers' ledgers read back ahead of need ([`LedgerMemo::prepare_ahead`]),
+    /// by message: taken by the first memo that records the marker.
+    read_back: PerMessage<Ledger>,
+    /// Messages before this one were looked at by
+    /// [`LedgerMemo::prepare_ahead`] since they last changed.
+    ahead_upto: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -113,16 +118,68 @@ struct Rendered {
 }
 
 impl LedgerMemo {
-    /// Message `at` (and perhaps those after it) changed other than by an
-    /// append: facts recorded from them no longer hold.
-    pub(crate) fn edited_from(&mut self, at: usize) {
+    /// Message `k` changed (a result replaced by its placeholder).
+    pub(crate) fn message_changed(&mut self, k: usize) {
+        self.recorded_before(k);
+        self.parsed.changed(k);
+        self.read_back.changed(k);
+    }
+
+    /// Messages `range` were replaced by `inserted` others.
+    pub(crate) fn messages_spliced(&mut self, range: Range<usize>, inserted: usize) {
+        self.recorded_before(range.start);
+        self.parsed.spliced(range.clone(), inserted);
+        self.read_back.spliced(range, inserted);
+    }
+
+    /// The history was cut to its first `len` messages.
+    pub(crate) fn truncated(&mut self, len: usize) {
+        self.recorded_before(len);
+        self.parsed.truncated(len);
+        self.read_back.truncated(len);
+    }
+
+    /// Facts the memos recorded from message `at` on no longer hold:
+    /// recording is sequential, so an edit reaches every message after it.
+    fn recorded_before(&mut self, at: usize) {
         for memo in &mut self.slots {
             if memo.upto > at {
                 memo.roll_back(at);
             }
         }
         self.slots.retain(|m| m.upto <= at);
-        self.parsed.split_off(&at);
+        self.ahead_upto = self.ahead_upto.min(at);
+    }
+
+    /// The work of the next requests that depends on single messages, done
+    /// now: every tool call parsed, and every compaction marker that no
+    /// memo has recorded read back. A harness calls it while the model
+    /// answers, so that the compaction after the answer finds the marker
+    /// the last one wrote already read; the results are the ones the
+    /// requests would compute, so nothing but when they are computed
+    /// changes.
+    pub(crate) fn prepare_ahead(&mut self, messages: &[Message]) {
+        for (k, message) in messages.iter().enumerate().skip(self.ahead_upto) {
+            match message.role() {
+                Role::Assistant => {
+                    self.parsed
+                        .get_or_set_with(k, || CallFacts::of_message(message));
+                }
+                Role::User => {
+                    let recorded = self
+                        .slots
+                        .iter()
+                        .any(|m| m.carry_markers && m.start <= k && k < m.upto);
+                    if !recorded
+                        && !self.read_back.has(k)
+                        && let Some(ledger) = marker_ledger(message)
+                    {
+                        self.read_back.set(k, ledger);
+                    }
+                }
+            }
+        }
+        self.ahead_upto = messages.len();
     }
 
     /// The ledger of `messages[range]`, as [`Ledger::of`] (or, without
@@ -219,19 +276,21 @@ impl LedgerMemo {
             if end - k <= CHECKPOINT_EVERY * CHECKPOINTS {
                 memo.checkpoint_at(k);
             }
-            let parsed = match message.role() {
-                Role::Assistant => self
-                    .parsed
-                    .entry(k)
-                    .or_insert_with(|| CallFacts::of_message(message))
-                    .as_slice(),
-                Role::User => &[],
+            let (parsed, read_back) = match message.role() {
+                Role::Assistant => (
+                    self.parsed
+                        .get_or_set_with(k, || CallFacts::of_message(message))
+                        .as_slice(),
+                    None,
+                ),
+                Role::User if memo.carry_markers => (&[][..], self.read_back.take(k)),
+                Role::User => (&[][..], None),
             };
             memo.recorder.record_parsed(
                 &mut memo.ledger,
                 message,
                 memo.transcript.as_deref(),
-                parsed,
+                (parsed, read_back),
             );
         }
         memo.upto = end;

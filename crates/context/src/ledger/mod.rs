@@ -391,17 +391,19 @@ impl CallFacts {
 
 impl Recorder {
     fn record(&mut self, ledger: &mut Ledger, message: &Message, transcript: Option<&str>) {
-        self.record_parsed(ledger, message, transcript, &[]);
+        self.record_parsed(ledger, message, transcript, (&[], None));
     }
 
     /// [`Recorder::record`], with the facts of the message's tool calls
-    /// already parsed, if `parsed` has them (else each is parsed here).
+    /// already parsed, if `parsed` has them (else each is parsed here), and
+    /// the ledger of a marker already read back, if `read_back` has it
+    /// ([`marker_ledger`] of the message: else read here).
     pub(super) fn record_parsed(
         &mut self,
         ledger: &mut Ledger,
         message: &Message,
         transcript: Option<&str>,
-        parsed: &[CallFacts],
+        (parsed, read_back): (&[CallFacts], Option<Ledger>),
     ) {
         match message.role() {
             Role::Assistant => {
@@ -423,14 +425,9 @@ impl Recorder {
                     }
                     return;
                 }
-                // Borrowed when it is one string (a marker: thousands of
-                // characters, read on every call after a compaction).
-                let text = match message.content() {
-                    Content::Text(t) => Cow::Borrowed(t.as_str()),
-                    Content::Blocks(_) => Cow::Owned(message.text()),
-                };
+                let text = message_text(message);
                 if self.carry_markers {
-                    if let Some(earlier) = render::read_back(&text) {
+                    if let Some(earlier) = read_back.or_else(|| render::read_back(&text)) {
                         ledger.absorb(earlier);
                         return;
                     }
@@ -489,6 +486,24 @@ impl Recorder {
             ledger.push_error(format!("{tool}: {line}"));
         }
     }
+}
+
+/// A user message's text: borrowed when it is one string (a marker:
+/// thousands of characters, read on every call after a compaction).
+fn message_text(message: &Message) -> Cow<'_, str> {
+    match message.content() {
+        Content::Text(t) => Cow::Borrowed(t.as_str()),
+        Content::Blocks(_) => Cow::Owned(message.text()),
+    }
+}
+
+/// The ledger a user message carries when it is a compaction marker, read
+/// back; `None` for any other message.
+pub(super) fn marker_ledger(message: &Message) -> Option<Ledger> {
+    if message.role() != Role::User || message.has_tool_result() {
+        return None;
+    }
+    render::read_back(&message_text(message))
 }
 
 /// A person message as written, and where it is archived.

@@ -430,6 +430,8 @@ mod incremental {
         Pop,
         /// The ledger of `from..` (as a fraction), with or without markers' ledgers.
         Ask(u8, bool, bool),
+        /// Work done ahead of need, as a harness does while the model answers.
+        Ahead,
     }
 
     pub(super) fn message() -> impl Strategy<Value = Message> {
@@ -481,6 +483,7 @@ mod incremental {
             1 => any::<u8>().prop_map(Op::Placeholder),
             1 => Just(Op::Pop),
             3 => (any::<u8>(), any::<bool>(), any::<bool>()).prop_map(|(f, c, t)| Op::Ask(f, c, t)),
+            2 => Just(Op::Ahead),
         ]
     }
 
@@ -520,6 +523,7 @@ mod incremental {
                     Op::Pop => {
                         history.pop();
                     }
+                    Op::Ahead => history.prepare_ahead(),
                     Op::Ask(from, carry, named) => {
                         let len = history.len();
                         let from = at(from, len);

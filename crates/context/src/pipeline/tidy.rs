@@ -167,7 +167,10 @@ pub(super) fn archive_through(
 ) -> Result<ArchivedSpan, StoreError> {
     let archived = history.archived();
     let from = archived.min(end);
-    let span = cx.store.archive(&history.messages()[from..end])?;
+    let written = history.take_written_lines(from..end);
+    let span = cx
+        .store
+        .archive_written(&history.messages()[from..end], &written)?;
     // Never lower the mark: an earlier step that was not applied may have
     // archived further than this one reaches.
     history.set_archived(end.max(archived));
