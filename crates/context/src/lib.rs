@@ -54,6 +54,14 @@
 //! assert!(!outcome.over_limit);
 //! assert!(history.messages()[0].text().starts_with("[Compacted]"));
 //! ```
+//!
+//! Once a request is sent, a harness calls [`History::prepare_ahead`] while
+//! the model answers: it does the part of the next compaction that depends
+//! on single messages (tool calls parsed, the last marker's ledger read
+//! back, transcript lines written), so that the next `prepare` finds it
+//! done. Nothing it computes differs from what `prepare` would compute
+//! itself; only when the work is done changes, and a harness that never
+//! calls it gets the same results.
 
 mod history;
 mod ledger;
