@@ -146,12 +146,15 @@ impl Compactor {
         history: &'a mut History,
         request: &str,
     ) -> Progress<'a, PrepareOutcome> {
-        self.keep_ledger(history);
         let cx = self.ctx();
         let before = cx.measure(history);
         let mut reports = Vec::new();
         let cache = self.cache;
         reports.extend(tool_result_budget(history, &cx));
+        // After the budget: a new result it replaces by its preview is
+        // recorded once, as the preview (recorded before, the edit rolled
+        // the ledgers back and recorded the messages after it again).
+        self.keep_ledger(history);
         // Between the compaction limit and the window, the limit's
         // compaction waits until the cost model says it pays (or the window
         // forces it): the steps then see the window as their limit.
