@@ -34,6 +34,10 @@ pub struct History {
     /// Messages before this one have their line written (or are archived)
     /// since they last changed.
     lines_upto: usize,
+    /// The messages the last splice removed, freed by
+    /// [`History::prepare_ahead`] rather than on the call's path, or by
+    /// the next splice.
+    removed: Vec<Message>,
 }
 
 /// The part of a history that changed since it was last saved: messages
@@ -70,6 +74,7 @@ impl History {
             ledger: LedgerMemo::default(),
             lines: PerMessage::default(),
             lines_upto: 0,
+            removed: Vec::new(),
         }
     }
 
@@ -215,11 +220,10 @@ impl History {
         let start = range.start.min(end);
         let added: usize = replacement.iter().map(Message::chars).sum();
         let added_messages = replacement.len();
-        let removed: usize = self
-            .messages
-            .splice(start..end, replacement)
-            .map(|m| m.chars())
-            .sum();
+        // The messages removed before go now: never more than one splice's
+        // waiting to be freed.
+        self.removed = self.messages.splice(start..end, replacement).collect();
+        let removed: usize = self.removed.iter().map(Message::chars).sum();
         self.message_chars = self.message_chars + added - removed;
         self.epoch += 1;
         self.unchanged = self.unchanged.min(start);
@@ -239,8 +243,10 @@ impl History {
     /// then costs no one any waiting); what the pipeline computes is the
     /// same with or without it, only its time on the call's path changes.
     /// Each message's work is done once in its life, kept through edits of
-    /// the others, and dropped with the message.
+    /// the others, and dropped with the message. What the last edit
+    /// removed (messages, ledgers) is freed here too.
     pub fn prepare_ahead(&mut self) {
+        self.removed = Vec::new();
         self.ledger.prepare_ahead(&self.messages);
         let from = self.lines_upto.max(self.archived());
         for (k, message) in self.messages.iter().enumerate().skip(from) {

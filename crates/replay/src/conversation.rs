@@ -26,7 +26,7 @@ use crate::report::{AppliedStep, ReplayReport};
 use crate::survival::SurvivalProbe;
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use whittle_context::prompts::{CONTINUATION_INSTRUCTION, summary_instruction};
 use whittle_context::steps::{cache_anchor, micro_compact};
 use whittle_context::{
@@ -50,10 +50,28 @@ struct Counting<'a, 'c> {
     write_1h_tokens: u64,
     fresh_tokens: u64,
     output_chars: usize,
+    /// Time spent in summary calls: the model's in the agent (here the
+    /// stand-in's, with the pricing of its request), not the pipeline's.
+    spent: Duration,
 }
 
 impl Summarizer for Counting<'_, '_> {
     fn summarize(
+        &mut self,
+        input: SummaryInput<'_>,
+        focus: Option<&str>,
+        ledger: &str,
+        max_chars: usize,
+    ) -> Result<String, SummarizeError> {
+        let started = Instant::now();
+        let answer = self.count_and_summarize(input, focus, ledger, max_chars);
+        self.spent += started.elapsed();
+        answer
+    }
+}
+
+impl Counting<'_, '_> {
+    fn count_and_summarize(
         &mut self,
         input: SummaryInput<'_>,
         focus: Option<&str>,
@@ -294,6 +312,7 @@ impl<'r, 's> Replayer<'r, 's> {
             write_1h_tokens: 0,
             fresh_tokens: 0,
             output_chars: 0,
+            spent: Duration::ZERO,
         };
         if let Some(warm) = recording
             .calls
@@ -386,9 +405,14 @@ impl<'r, 's> Replayer<'r, 's> {
         if let Some(p) = &mut self.probe {
             p.before_pipeline(&self.history);
         }
+        // The pipeline's own time: the summaries it asks for are model
+        // calls in the agent, timed apart.
         let started = Instant::now();
+        let summarizing = self.counting.spent;
         let applied = self.compact(cache_state);
-        self.times.push(started.elapsed().as_micros() as u64);
+        let summaries = self.counting.spent - summarizing;
+        let pipeline = started.elapsed().saturating_sub(summaries);
+        self.times.push(pipeline.as_micros() as u64);
         self.count_steps(applied);
         self.send(recorded, time);
         // While the model would answer, as the agent does.

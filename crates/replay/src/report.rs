@@ -48,7 +48,9 @@ pub struct ReplayReport {
     pub invalid_requests: u64,
     /// Characters that left the context and are not in the store; must be 0.
     pub unrecoverable_chars: u64,
-    /// Pipeline time per call, median, in microseconds.
+    /// Pipeline time per call, median, in microseconds: `prepare` less the
+    /// summary calls it makes (the model's time in the agent; here the
+    /// stand-in summarizer's and the pricing of its request).
     pub pipeline_us_median: u64,
     /// Pipeline time per call, max, in microseconds.
     pub pipeline_us_max: u64,

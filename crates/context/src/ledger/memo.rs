@@ -53,6 +53,10 @@ pub(crate) struct LedgerMemo {
     /// Messages before this one were looked at by
     /// [`LedgerMemo::prepare_ahead`] since they last changed.
     ahead_upto: usize,
+    /// Memos an edit made useless, freed by [`LedgerMemo::prepare_ahead`]
+    /// rather than on the call's path (a ledger is thousands of strings),
+    /// or by the next edit that discards any.
+    discarded: Vec<Memo>,
 }
 
 #[derive(Clone, Debug)]
@@ -147,18 +151,28 @@ impl LedgerMemo {
                 memo.roll_back(at);
             }
         }
-        self.slots.retain(|m| m.upto <= at);
+        if self.slots.iter().any(|m| m.upto > at) {
+            let (kept, discarded) = std::mem::take(&mut self.slots)
+                .into_iter()
+                .partition(|m| m.upto <= at);
+            self.slots = kept;
+            // The memos discarded before go now: never more than one
+            // edit's waiting to be freed.
+            self.discarded = discarded;
+        }
         self.ahead_upto = self.ahead_upto.min(at);
     }
 
     /// The work of the next requests that depends on single messages, done
     /// now: every tool call parsed, and every compaction marker that no
-    /// memo has recorded read back. A harness calls it while the model
+    /// memo has recorded read back; and the memos the last edit discarded
+    /// freed. A harness calls it while the model
     /// answers, so that the compaction after the answer finds the marker
     /// the last one wrote already read; the results are the ones the
     /// requests would compute, so nothing but when they are computed
     /// changes.
     pub(crate) fn prepare_ahead(&mut self, messages: &[Message]) {
+        self.discarded.clear();
         for (k, message) in messages.iter().enumerate().skip(self.ahead_upto) {
             match message.role() {
                 Role::Assistant => {

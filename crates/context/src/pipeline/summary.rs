@@ -18,6 +18,7 @@ use crate::markers::{
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
 use crate::{Content, Message, Role};
+use memchr::memmem;
 use std::path::PathBuf;
 
 /// How far a summarizing step got.
@@ -412,7 +413,7 @@ const NEEDLE_HEAD: usize = 64;
 /// place, overlapping ones included).
 fn contains_long(text: &str, needle: &str) -> bool {
     if needle.len() <= NEEDLE_HEAD {
-        return text.contains(needle);
+        return memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
     }
     let cut = (1..=NEEDLE_HEAD)
         .rev()
@@ -420,7 +421,13 @@ fn contains_long(text: &str, needle: &str) -> bool {
         .unwrap_or(needle.len());
     let head = &needle[..cut];
     let mut from = 0;
-    while let Some(found) = text.get(from..).and_then(|rest| rest.find(head)) {
+    // A byte match of a whole UTF-8 string starts on a char boundary.
+    let finder = memmem::Finder::new(head.as_bytes());
+    while let Some(found) = text
+        .as_bytes()
+        .get(from..)
+        .and_then(|rest| finder.find(rest))
+    {
         let at = from + found;
         if text[at..].starts_with(needle) {
             return true;
