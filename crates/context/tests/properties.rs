@@ -504,3 +504,90 @@ proptest! {
         prop_assert_eq!(lost.unrecoverable_chars, 0, "{:?}", lost);
     }
 }
+
+/// Every file under `dir` (relative path, contents with `dir` written as
+/// `ROOT`), sorted.
+fn files_under(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let root = dir.to_str().unwrap();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            out.push((name, text.replace(root, "ROOT")));
+        }
+    }
+    out.sort();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// The work a harness does ahead while the model answers changes
+    /// nothing: the same session run with and without it leaves the same
+    /// history and writes the same files, byte for byte.
+    #[test]
+    fn work_done_ahead_changes_nothing(
+        steps in prop::collection::vec(
+            (1usize..4, prop::collection::vec(size(), 0..3), op(), 0usize..3),
+            1..50,
+        ),
+        (limits, tokens) in limits_strategy(),
+    ) {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let mut runs = Vec::new();
+        for (run, dir) in dirs.iter().enumerate() {
+            let meter: Box<dyn whittle_context::Meter + Send> = if tokens {
+                Box::new(TokenMeter::default())
+            } else {
+                Box::new(CharMeter)
+            };
+            let store = Store::with_transcript_name(dir.path(), "t");
+            let mut c = Compactor::new(limits.clone(), store, meter);
+            let mut h = History::new(vec![Message::user("msg0 the task")]);
+            let mut s = Recording::default();
+            for (n, (texts, results, op, ahead)) in steps.iter().enumerate() {
+                let mut blocks = vec![Block::text(format!("msg{n} {}", "t".repeat(texts * 40)))];
+                let mut answers = Vec::new();
+                for (k, size) in results.iter().enumerate() {
+                    let id = format!("c{n}_{k}");
+                    let command = format!("cat src/f{k}.rs && cargo test -p c{n}");
+                    blocks.push(Block::tool_use(&id, "bash", json!({"command": command})));
+                    answers.push(Block::tool_result(&id, file_text(n * 10 + k, *size), k == 1));
+                }
+                h.push(Message::assistant_blocks(blocks));
+                h.push(if answers.is_empty() {
+                    Message::user(format!("msg{n} go on"))
+                } else {
+                    Message::user_blocks(answers)
+                });
+                match op {
+                    Op::Prepare => { c.prepare(&mut h, "msg0 the task", &mut s); }
+                    Op::Compact => { c.compact(&mut h, "msg0 the task", &mut s, None); }
+                    Op::Reactive => { c.reactive_compact(&mut h, "msg0 the task", &mut s); }
+                }
+                // The second run works ahead, as the agent does once a
+                // request is sent (now and then more than once).
+                for _ in 0..if run == 1 { *ahead } else { 0 } {
+                    h.prepare_ahead();
+                }
+            }
+            let root = dir.path().to_str().unwrap();
+            let messages: Vec<String> = h
+                .messages()
+                .iter()
+                .map(|m| serde_json::to_string(m).unwrap().replace(root, "ROOT"))
+                .collect();
+            runs.push((messages, files_under(dir.path())));
+        }
+        prop_assert_eq!(&runs[0].0, &runs[1].0);
+        prop_assert_eq!(&runs[0].1, &runs[1].1);
+    }
+}
