@@ -410,7 +410,7 @@ impl<'r, 's> Replayer<'r, 's> {
         let started = Instant::now();
         let summarizing = self.counting.spent;
         let applied = self.compact(cache_state);
-        let summaries = self.counting.spent - summarizing;
+        let summaries = self.counting.spent.saturating_sub(summarizing);
         let pipeline = started.elapsed().saturating_sub(summaries);
         self.times.push(pipeline.as_micros() as u64);
         self.count_steps(applied);

@@ -10,12 +10,14 @@
 //! rolls every memo that reaches the edited message back to its last
 //! checkpoint before it (a memo keeps its state every [`CHECKPOINT_EVERY`]
 //! messages, the last few of them), or drops it when there is none; the
-//! next request records from there. The common edit is of the newest
-//! messages (a large new result replaced by its preview), and rebuilding
-//! the whole history for it made every such call cost as much as the
-//! history is long. A resumed history starts with none, and the first
-//! request reads its messages (its compaction markers' ledgers included)
-//! once.
+//! next request records from there: rebuilding the whole history for an
+//! edit of its newest messages made every such call cost as much as the
+//! history is long. What depends on one message alone (its tool calls
+//! parsed, a marker's ledger read back) is kept per message, through
+//! edits of the others, and may be computed ahead of need
+//! ([`LedgerMemo::prepare_ahead`]). A resumed history starts with none,
+//! and the first request reads its messages (its compaction markers'
+//! ledgers included) once.
 
 use super::{CallFacts, Ledger, Recorder, marker_ledger};
 use crate::per_message::PerMessage;
@@ -164,13 +166,12 @@ impl LedgerMemo {
     }
 
     /// The work of the next requests that depends on single messages, done
-    /// now: every tool call parsed, and every compaction marker that no
-    /// memo has recorded read back; and the memos the last edit discarded
-    /// freed. A harness calls it while the model
-    /// answers, so that the compaction after the answer finds the marker
-    /// the last one wrote already read; the results are the ones the
-    /// requests would compute, so nothing but when they are computed
-    /// changes.
+    /// now: every tool call parsed, every compaction marker that no memo
+    /// has recorded read back, and the memos the last edit discarded
+    /// freed. A harness calls it while the model answers, so that the
+    /// compaction after the answer finds the marker the last one wrote
+    /// already read; the results are the ones the requests would compute,
+    /// so nothing but when they are computed changes.
     pub(crate) fn prepare_ahead(&mut self, messages: &[Message]) {
         self.discarded.clear();
         for (k, message) in messages.iter().enumerate().skip(self.ahead_upto) {
