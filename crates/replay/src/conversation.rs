@@ -64,20 +64,6 @@ impl Summarizer for Counting<'_, '_> {
         max_chars: usize,
     ) -> Result<String, SummarizeError> {
         let started = Instant::now();
-        let answer = self.count_and_summarize(input, focus, ledger, max_chars);
-        self.spent += started.elapsed();
-        answer
-    }
-}
-
-impl Counting<'_, '_> {
-    fn count_and_summarize(
-        &mut self,
-        input: SummaryInput<'_>,
-        focus: Option<&str>,
-        ledger: &str,
-        max_chars: usize,
-    ) -> Result<String, SummarizeError> {
         self.calls += 1;
         let instruction =
             summary_instruction(CONTINUATION_INSTRUCTION, focus, ledger, max_chars).len();
@@ -94,9 +80,12 @@ impl Counting<'_, '_> {
                 self.fresh_tokens += self.cache.config.tokens(t.chars().count() + instruction);
             }
         }
-        let out = self.inner.summarize(input, focus, ledger, max_chars)?;
-        self.output_chars += out.chars().count();
-        Ok(out)
+        let answer = self.inner.summarize(input, focus, ledger, max_chars);
+        if let Ok(out) = &answer {
+            self.output_chars += out.chars().count();
+        }
+        self.spent += started.elapsed();
+        answer
     }
 }
 
