@@ -81,6 +81,11 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         ("pipeline in all", |t, _| {
             format!("{:.1}ms", t.pipeline_us_total as f64 / 1000.0)
         }),
+        // Done while the model answers, off the calls' path: shown so that
+        // no work of the pipeline's is left out of the table.
+        ("work ahead (in all)", |t, _| {
+            format!("{:.1}ms", t.ahead_us_total as f64 / 1000.0)
+        }),
     ];
     let width = 28;
     out.push_str(&format!("{:width$}", ""));
@@ -272,6 +277,7 @@ mod tests {
             pipeline_us_median: 12,
             pipeline_us_max: 340,
             pipeline_us_total: 5_600,
+            ahead_us_total: 1_250,
             ..ReplayReport::default()
         }
     }
@@ -334,6 +340,7 @@ mod tests {
         assert_eq!(row("compact_history runs"), ["0", "0"]);
         assert_eq!(row("pipeline per call (max)"), ["340us", "340us"]);
         assert_eq!(row("pipeline in all"), ["5.6ms", "5.6ms"]);
+        assert_eq!(row("work ahead (in all)"), ["1.2ms", "1.2ms"]);
         let c1 = lines.iter().find(|l| l.starts_with("c1 ")).unwrap();
         assert!(c1.contains("$2.000 (40k)*"), "{c1}");
         assert!(c1.contains("$1.500 (30k) "), "{c1}");
