@@ -245,6 +245,10 @@ impl History {
     /// Each message's work is done once in its life, kept through edits of
     /// the others, and dropped with the message. What the last edit
     /// removed (messages, ledgers) is freed here too.
+    ///
+    /// The lines are kept until their messages are archived, so a history
+    /// that is never compacted holds its messages' JSON beside them; and
+    /// the first call after a resume does every message's work at once.
     pub fn prepare_ahead(&mut self) {
         self.removed = Vec::new();
         self.ledger.prepare_ahead(&self.messages);

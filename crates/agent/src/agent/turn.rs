@@ -195,10 +195,12 @@ impl Agent {
             s = self.provider.stream(request) => s?,
             _ = cancel.cancelled() => return Ok(None),
         };
-        // The model is answering: the next compaction's work on single
-        // messages is done now, off the path of the next call.
-        self.history.prepare_ahead();
         let mut collector = Collector::new();
+        // The next compaction's work on single messages is done while the
+        // model answers, once its first event has arrived and been passed
+        // on: off the path of the next call, and never in the way of the
+        // first token (after a resume it is every message's work).
+        let mut ahead_done = false;
         loop {
             let next = tokio::select! {
                 n = stream.next() => n,
@@ -225,6 +227,13 @@ impl Agent {
                 _ => {}
             }
             collector.push(&event)?;
+            if !ahead_done {
+                self.history.prepare_ahead();
+                ahead_done = true;
+            }
+        }
+        if !ahead_done {
+            self.history.prepare_ahead();
         }
         Ok(Some(collector.finish()?))
     }
