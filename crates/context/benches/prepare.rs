@@ -7,7 +7,7 @@
 //!   replaced by its preview, is measured too): the common case, whose cost
 //!   must not grow with the history;
 //! - steady_ahead: the same, with the work a harness does while the model
-//!   answers (`History::prepare_ahead`) after each call, not measured;
+//!   answers (`Compactor::prepare_ahead`) after each call, not measured;
 //! - first_compaction: the first time the history goes over the limit.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -109,7 +109,7 @@ fn bench(c: &mut Criterion) {
                         spent += start.elapsed();
                         black_box(outcome);
                         if ahead {
-                            h.prepare_ahead();
+                            steady.prepare_ahead(&mut h);
                         }
                     }
                     spent

@@ -5,6 +5,7 @@ use crate::per_message::PerMessage;
 use crate::{Block, Message, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
+use whittle_store::{Store, WrittenLine};
 
 /// The messages of one conversation, with their total size kept up to date.
 ///
@@ -30,7 +31,7 @@ pub struct History {
     ledger: LedgerMemo,
     /// The transcript lines of messages not archived yet, written ahead of
     /// need by [`History::prepare_ahead`].
-    lines: PerMessage<String>,
+    lines: PerMessage<WrittenLine>,
     /// Messages before this one have their line written (or are archived)
     /// since they last changed.
     lines_upto: usize,
@@ -238,25 +239,41 @@ impl History {
 
     /// Does now what the next compaction would do with single messages:
     /// parses the tool calls, reads back the ledger of a marker the last
-    /// compaction wrote, and writes the transcript line of every message
-    /// not archived yet. A harness calls it while the model answers (work
-    /// then costs no one any waiting); what the pipeline computes is the
-    /// same with or without it, only its time on the call's path changes.
-    /// Each message's work is done once in its life, kept through edits of
-    /// the others, and dropped with the message. What the last edit
-    /// removed (messages, ledgers) is freed here too.
+    /// compaction wrote, saves each tool result above `save_above_chars`
+    /// in `store` (a compaction that replaces it by a placeholder then
+    /// finds it saved: saving tens of files in that call was its longest
+    /// wait), and writes the transcript line of every message not archived
+    /// yet as `store` would. A harness calls it while the model answers
+    /// (work then costs no one any waiting); what the pipeline computes is
+    /// the same with or without it, only its time on the call's path
+    /// changes. Each message's work is done once in its life, kept through
+    /// edits of the others, and dropped with the message. What the last
+    /// edit removed (messages, ledgers) is freed here too.
     ///
     /// The lines are kept until their messages are archived, so a history
     /// that is never compacted holds its messages' JSON beside them; and
-    /// the first call after a resume does every message's work at once.
-    pub fn prepare_ahead(&mut self) {
+    /// the first call after a resume does every message's work at once. A
+    /// result that cannot be saved now is left as it is: the compaction
+    /// that needs it saved tries again, and says so if it fails.
+    pub fn prepare_ahead(&mut self, store: &Store, save_above_chars: Option<usize>) {
         self.removed = Vec::new();
         self.ledger.prepare_ahead(&self.messages);
         let from = self.lines_upto.max(self.archived());
         for (k, message) in self.messages.iter().enumerate().skip(from) {
-            if !self.lines.has(k) {
-                self.lines.set(k, whittle_protocol::message_json(message));
+            if self.lines.has(k) {
+                continue;
             }
+            if let Some(floor) = save_above_chars {
+                for result in message.tool_results() {
+                    let unsaved = store.saved_output(&result.tool_use_id).is_none()
+                        && store.saved_path(result).is_none();
+                    if unsaved && result.content_chars() > floor {
+                        // Best effort: see above.
+                        let _ = store.persist_tool_result(&result.tool_use_id, &result.full_text());
+                    }
+                }
+            }
+            self.lines.set(k, store.transcript_line(message));
         }
         self.lines_upto = self.messages.len();
     }
@@ -264,7 +281,7 @@ impl History {
     /// The transcript lines written ahead for `messages()[range]`, taken
     /// (an archived message needs its line no more): `None` for a message
     /// without one.
-    pub(crate) fn take_written_lines(&mut self, range: Range<usize>) -> Vec<Option<String>> {
+    pub(crate) fn take_written_lines(&mut self, range: Range<usize>) -> Vec<Option<WrittenLine>> {
         range.map(|k| self.lines.take(k)).collect()
     }
 
@@ -378,6 +395,7 @@ mod tests {
         Placeholder(u8),
         Splice(u8, u8, u8),
         Ahead,
+        Save(u8),
         Archive(u8),
     }
 
@@ -388,15 +406,20 @@ mod tests {
             1 => any::<u8>().prop_map(Op::Placeholder),
             1 => (any::<u8>(), any::<u8>(), 0u8..3).prop_map(|(a, b, n)| Op::Splice(a, b, n)),
             2 => Just(Op::Ahead),
+            1 => any::<u8>().prop_map(Op::Save),
             1 => any::<u8>().prop_map(Op::Archive),
         ]
     }
 
     proptest! {
-        /// Through any edits, a transcript line written ahead and taken
-        /// for archiving is the JSON of the message it is taken for.
+        /// Through any edits and saves, what is archived with the lines
+        /// written ahead is what is archived without them, byte for byte:
+        /// each batch is archived twice, with and without, and the two
+        /// appended stretches of the transcript compared.
         #[test]
-        fn lines_written_ahead_are_their_messages_json(ops in prop::collection::vec(op(), 1..60)) {
+        fn lines_written_ahead_archive_as_written_now(ops in prop::collection::vec(op(), 1..60)) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::with_transcript_name(dir.path(), "t");
             let mut h = History::default();
             let mut n = 0;
             for op in ops {
@@ -406,7 +429,7 @@ mod tests {
                     Op::Push(text) => {
                         n += 1;
                         h.push(if n % 2 == 0 {
-                            Message::user_blocks(vec![Block::tool_result(format!("t{n}"), text, false)])
+                            Message::user_blocks(vec![Block::tool_result(format!("t{}", n % 6), text, false)])
                         } else {
                             Message::assistant(text)
                         });
@@ -424,15 +447,29 @@ mod tests {
                         let (a, b) = (at(a.min(b)), at(a.max(b)));
                         h.splice(a..b, (0..k).map(|i| Message::user(format!("[marker {i}]"))).collect());
                     }
-                    Op::Ahead => h.prepare_ahead(),
+                    Op::Ahead => h.prepare_ahead(&store, Some(8)),
+                    // A step saves a result after its line was written
+                    // (ids repeat: a save may be under another's id).
+                    Op::Save(k) => {
+                        let results: Vec<_> = h.messages().iter().flat_map(|m| m.tool_results()).cloned().collect();
+                        if !results.is_empty() {
+                            let r = &results[k as usize % results.len()];
+                            store.persist_tool_result(&r.tool_use_id, &r.full_text()).unwrap();
+                        }
+                    }
                     Op::Archive(upto) => {
                         let (from, end) = (h.archived(), at(upto).max(h.archived()));
                         let written = h.take_written_lines(from..end);
-                        for (m, line) in h.messages()[from..end].iter().zip(&written) {
-                            if let Some(line) = line {
-                                prop_assert_eq!(line, &whittle_protocol::message_json(m));
-                            }
-                        }
+                        let messages = &h.messages()[from..end];
+                        let ahead = store.archive_written(messages, &written).unwrap();
+                        let now = store.archive(messages).unwrap();
+                        let text = std::fs::read_to_string(&now.path).unwrap_or_default();
+                        let lines: Vec<&str> = text.lines().collect();
+                        let stretch = |first: u64, last: u64| lines[(first - 1) as usize..last as usize].to_vec();
+                        prop_assert_eq!(
+                            stretch(ahead.first_line, ahead.last_line),
+                            stretch(now.first_line, now.last_line)
+                        );
                         h.set_archived(end);
                     }
                 }

@@ -531,8 +531,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// The work a harness does ahead while the model answers changes
-    /// nothing: the same session run with and without it leaves the same
-    /// history and writes the same files, byte for byte.
+    /// nothing: the same session run without it, with it, and with it
+    /// saving results ahead leaves the same history; without saving, the
+    /// same files byte for byte; with saving, every file the first run
+    /// wrote besides the transcript, the same transcript lines (a saved
+    /// result named rather than copied), and each result's file holding
+    /// the result.
     #[test]
     fn work_done_ahead_changes_nothing(
         steps in prop::collection::vec(
@@ -541,7 +545,7 @@ proptest! {
         ),
         (limits, tokens) in limits_strategy(),
     ) {
-        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
         let mut runs = Vec::new();
         for (run, dir) in dirs.iter().enumerate() {
             let meter: Box<dyn whittle_context::Meter + Send> = if tokens {
@@ -575,8 +579,11 @@ proptest! {
                 }
                 // The second run works ahead, as the agent does once a
                 // request is sent (now and then more than once).
-                for _ in 0..if run == 1 { *ahead } else { 0 } {
-                    h.prepare_ahead();
+                for _ in 0..if run == 0 { 0 } else { *ahead } {
+                    match run {
+                        1 => h.prepare_ahead(c.store(), None),
+                        _ => c.prepare_ahead(&mut h),
+                    }
                 }
             }
             let root = dir.path().to_str().unwrap();
@@ -589,5 +596,35 @@ proptest! {
         }
         prop_assert_eq!(&runs[0].0, &runs[1].0);
         prop_assert_eq!(&runs[0].1, &runs[1].1);
+        prop_assert_eq!(&runs[0].0, &runs[2].0);
+        let transcript = |files: &[(String, String)]| -> Vec<String> {
+            files
+                .iter()
+                .filter(|(name, _)| name.starts_with("transcripts"))
+                .flat_map(|(_, text)| text.lines().map(str::to_owned).collect::<Vec<_>>())
+                .collect()
+        };
+        let (plain, saving) = (transcript(&runs[0].1), transcript(&runs[2].1));
+        prop_assert_eq!(plain.len(), saving.len());
+        for (a, b) in plain.iter().zip(&saving) {
+            let (a, b): (Message, Message) =
+                (serde_json::from_str(a).unwrap(), serde_json::from_str(b).unwrap());
+            prop_assert_eq!(a.role(), b.role());
+            for (ra, rb) in a.tool_results().zip(b.tool_results()) {
+                prop_assert_eq!(&ra.tool_use_id, &rb.tool_use_id);
+                // Copied in one, named in the other: the file holds it.
+                if ra.full_text() != rb.full_text() {
+                    let path = whittle_store::saved_path_text(rb.content_str().unwrap()).unwrap();
+                    let saved = std::fs::read_to_string(
+                        path.replace("ROOT", dirs[2].path().to_str().unwrap()),
+                    )
+                    .unwrap();
+                    prop_assert_eq!(saved, ra.full_text());
+                }
+            }
+        }
+        for file in runs[0].1.iter().filter(|(name, _)| !name.starts_with("transcripts")) {
+            prop_assert!(runs[2].1.contains(file), "{} missing when saving ahead", file.0);
+        }
     }
 }

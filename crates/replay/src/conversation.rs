@@ -405,9 +405,9 @@ impl<'r, 's> Replayer<'r, 's> {
         self.count_steps(applied);
         self.send(recorded, time);
         // While the model would answer, as the agent does.
-        if self.compactor.is_some() {
+        if let Some(c) = &self.compactor {
             let started = Instant::now();
-            self.history.prepare_ahead();
+            c.prepare_ahead(&mut self.history);
             self.report.ahead_us_total += started.elapsed().as_micros() as u64;
         }
     }

@@ -45,4 +45,4 @@ pub use placeholder::{
 };
 pub use saved::SavedOutput;
 pub use store::{Store, write_atomic};
-pub use transcript::ArchivedSpan;
+pub use transcript::{ArchivedSpan, WrittenLine};

@@ -14,7 +14,7 @@ use crate::error::{StoreError, io_err};
 use crate::hash::ContentHash;
 use crate::placeholder::saved_path_text;
 use crate::saved::SavedOutput;
-use crate::transcript::{self, ArchivedSpan, Transcript};
+use crate::transcript::{self, ArchivedSpan, Transcript, WrittenLine};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
@@ -271,15 +271,21 @@ impl Store {
         self.archive_written(messages, &[])
     }
 
-    /// [`Store::archive`], with the JSON of some messages written ahead:
-    /// `written[i]`, where it is `Some`, must be
-    /// [`whittle_protocol::message_json`] of `messages[i]` (a harness writes
-    /// a message's line while the model answers, so that the compaction
-    /// that archives it only appends it). What is written is the same.
+    /// The line the transcript would hold for `m` if it were archived now
+    /// (before redaction, which archiving does): written while the model
+    /// answers, so that the compaction that archives `m` only appends it.
+    pub fn transcript_line(&self, m: &Message) -> WrittenLine {
+        transcript::written_line(m, &self.lock().saved)
+    }
+
+    /// [`Store::archive`], with some lines written ahead: `written[i]`,
+    /// where it is `Some`, must be [`Store::transcript_line`] of
+    /// `messages[i]`. A line whose message had a result saved since is
+    /// written again. What is written is what [`Store::archive`] writes.
     pub fn archive_written(
         &self,
         messages: &[Message],
-        written: &[Option<String>],
+        written: &[Option<WrittenLine>],
     ) -> Result<ArchivedSpan, StoreError> {
         let mut shared = self.lock();
         let Shared {

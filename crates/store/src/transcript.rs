@@ -22,6 +22,56 @@ use whittle_protocol::{Block, Content, Message, Redactor, ToolResult};
 /// to say what it was; the file holds the rest.
 const TRANSCRIPT_PREVIEW_CHARS: usize = 200;
 
+/// A message's transcript line written before it is archived
+/// ([`Store::transcript_line`](crate::Store::transcript_line)), with what
+/// the store had saved for each of its tool results then: the line holds
+/// while that is unchanged (a result saved since would be named in the line,
+/// not copied).
+#[derive(Clone, Debug)]
+pub struct WrittenLine {
+    json: String,
+    seen: Vec<Option<SavedOutput>>,
+}
+
+/// What `saved` holds for each tool result of `m`, in order.
+fn saved_for_results(
+    m: &Message,
+    saved: &HashMap<String, SavedOutput>,
+) -> Vec<Option<SavedOutput>> {
+    m.tool_results()
+        .map(|r| saved.get(&r.tool_use_id).cloned())
+        .collect()
+}
+
+/// Whether `line`, written for `m`, still holds: the store saved nothing
+/// for its results since.
+fn still_holds(line: &WrittenLine, m: &Message, saved: &HashMap<String, SavedOutput>) -> bool {
+    let mut results = m.tool_results();
+    let same = line.seen.iter().all(|seen| {
+        results
+            .next()
+            .is_some_and(|r| saved.get(&r.tool_use_id) == seen.as_ref())
+    });
+    same && results.next().is_none()
+}
+
+/// `m`'s line as the transcript writes it now, unredacted.
+fn line_json(m: &Message, saved: &HashMap<String, SavedOutput>) -> String {
+    match naming_saved_outputs(m, saved) {
+        Some(named) => whittle_protocol::message_json(&named),
+        // serde_json's bytes, written faster (most of an archive's cost).
+        None => whittle_protocol::message_json(m),
+    }
+}
+
+/// [`line_json`], with what it depends on.
+pub(super) fn written_line(m: &Message, saved: &HashMap<String, SavedOutput>) -> WrittenLine {
+    WrittenLine {
+        json: line_json(m, saved),
+        seen: saved_for_results(m, saved),
+    }
+}
+
 /// Where an archive step put its messages: lines `first_line..=last_line`
 /// (1-based) of `path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,12 +142,12 @@ impl Transcript {
         Ok(self.open.insert(open))
     }
 
-    /// Appends `messages`; `written[i]`, when there is one, is
-    /// `message_json(&messages[i])` written earlier.
+    /// Appends `messages`; `written[i]`, when there is one, is the line
+    /// of `messages[i]` written earlier, used if it still holds.
     pub(super) fn append(
         &mut self,
         messages: &[Message],
-        written: &[Option<String>],
+        written: &[Option<WrittenLine>],
         saved: &HashMap<String, SavedOutput>,
         redactor: &Redactor,
     ) -> Result<ArchivedSpan, StoreError> {
@@ -105,13 +155,11 @@ impl Transcript {
         let open = self.open()?;
         let mut body = Vec::with_capacity(messages.iter().map(|m| m.chars() + 1).sum());
         for (i, m) in messages.iter().enumerate() {
-            let json = match naming_saved_outputs(m, saved) {
-                Some(line) => Cow::Owned(whittle_protocol::message_json(&line)),
-                None => match written.get(i) {
-                    Some(Some(json)) => Cow::Borrowed(json.as_str()),
-                    // serde_json's bytes, written faster (most of an archive's cost).
-                    _ => Cow::Owned(whittle_protocol::message_json(m)),
-                },
+            let json = match written.get(i) {
+                Some(Some(line)) if still_holds(line, m, saved) => {
+                    Cow::Borrowed(line.json.as_str())
+                }
+                _ => Cow::Owned(line_json(m, saved)),
             };
             body.extend_from_slice(redactor.redact(&json).as_bytes());
             body.push(b'\n');

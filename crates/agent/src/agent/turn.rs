@@ -228,12 +228,12 @@ impl Agent {
             }
             collector.push(&event)?;
             if !ahead_done {
-                self.history.prepare_ahead();
+                self.compactor.prepare_ahead(&mut self.history);
                 ahead_done = true;
             }
         }
         if !ahead_done {
-            self.history.prepare_ahead();
+            self.compactor.prepare_ahead(&mut self.history);
         }
         Ok(Some(collector.finish()?))
     }

@@ -499,6 +499,8 @@ mod incremental {
         /// the same at any budget.
         #[test]
         fn incremental_is_the_rebuild(ops in prop::collection::vec(op(), 1..60), budget in 200usize..6_000) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = whittle_store::Store::new(dir.path());
             let mut history = History::default();
             for op in ops {
                 match op {
@@ -523,7 +525,7 @@ mod incremental {
                     Op::Pop => {
                         history.pop();
                     }
-                    Op::Ahead => history.prepare_ahead(),
+                    Op::Ahead => history.prepare_ahead(&store, Some(20)),
                     Op::Ask(from, carry, named) => {
                         let len = history.len();
                         let from = at(from, len);

@@ -100,6 +100,13 @@ impl Compactor {
         &self.store
     }
 
+    /// [`History::prepare_ahead`] for this compactor: its store, and every
+    /// result a `micro_compact` could replace (above the placeholder
+    /// floor) saved. A harness calls it while the model answers.
+    pub fn prepare_ahead(&self, history: &mut History) {
+        history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
+    }
+
     /// How this compactor measures size, in the unit of its reports.
     pub fn meter(&self) -> &dyn Meter {
         self.meter.as_ref()
