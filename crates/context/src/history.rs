@@ -32,9 +32,9 @@ pub struct History {
     /// The transcript lines of messages not archived yet, written ahead of
     /// need by [`History::prepare_ahead`].
     lines: PerMessage<WrittenLine>,
-    /// Messages before this one have their line written (or are archived)
-    /// since they last changed.
-    lines_upto: usize,
+    /// Messages before this one had the work of [`History::prepare_ahead`]
+    /// done (their line written, unless archived) since they last changed.
+    ahead_upto: usize,
     /// The messages the last splice removed, freed by
     /// [`History::prepare_ahead`] rather than on the call's path, or by
     /// the next splice.
@@ -74,7 +74,7 @@ impl History {
             archived: 0,
             ledger: LedgerMemo::default(),
             lines: PerMessage::default(),
-            lines_upto: 0,
+            ahead_upto: 0,
             removed: Vec::new(),
         }
     }
@@ -179,7 +179,7 @@ impl History {
         self.archived = self.archived.min(self.messages.len());
         self.ledger.truncated(self.messages.len());
         self.lines.truncated(self.messages.len());
-        self.lines_upto = self.lines_upto.min(self.messages.len());
+        self.ahead_upto = self.ahead_upto.min(self.messages.len());
         Some(m)
     }
 
@@ -195,7 +195,7 @@ impl History {
         self.kept_tail = self.kept_tail.min(self.messages.len() - 1 - at.message);
         self.ledger.message_changed(at.message);
         self.lines.changed(at.message);
-        self.lines_upto = self.lines_upto.min(at.message);
+        self.ahead_upto = self.ahead_upto.min(at.message);
         Some(old)
     }
 
@@ -234,7 +234,7 @@ impl History {
         self.archived = self.archived.min(start);
         self.ledger.messages_spliced(start..end, added_messages);
         self.lines.spliced(start..end, added_messages);
-        self.lines_upto = self.lines_upto.min(start);
+        self.ahead_upto = self.ahead_upto.min(start);
     }
 
     /// Does now what the next compaction would do with single messages:
@@ -257,8 +257,8 @@ impl History {
     /// that needs it saved tries again, and says so if it fails.
     pub fn prepare_ahead(&mut self, store: &Store, save_above_chars: Option<usize>) {
         self.removed = Vec::new();
-        self.ledger.prepare_ahead(&self.messages);
-        let from = self.lines_upto.max(self.archived());
+        self.ledger.prepare_ahead(&self.messages, self.ahead_upto);
+        let from = self.ahead_upto.max(self.archived());
         for (k, message) in self.messages.iter().enumerate().skip(from) {
             if self.lines.has(k) {
                 continue;
@@ -275,7 +275,7 @@ impl History {
             }
             self.lines.set(k, store.transcript_line(message));
         }
-        self.lines_upto = self.messages.len();
+        self.ahead_upto = self.messages.len();
     }
 
     /// The transcript lines written ahead for `messages()[range]`, taken

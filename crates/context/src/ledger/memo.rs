@@ -52,9 +52,6 @@ pub(crate) struct LedgerMemo {
     /// Markers' ledgers read back ahead of need ([`LedgerMemo::prepare_ahead`]),
     /// by message: taken by the first memo that records the marker.
     read_back: PerMessage<Ledger>,
-    /// Messages before this one were looked at by
-    /// [`LedgerMemo::prepare_ahead`] since they last changed.
-    ahead_upto: usize,
     /// Memos an edit made useless, freed by [`LedgerMemo::prepare_ahead`]
     /// rather than on the call's path (a ledger is thousands of strings),
     /// or by the next edit that discards any.
@@ -162,7 +159,6 @@ impl LedgerMemo {
             // edit's waiting to be freed.
             self.discarded = discarded;
         }
-        self.ahead_upto = self.ahead_upto.min(at);
     }
 
     /// The work of the next requests that depends on single messages, done
@@ -171,10 +167,11 @@ impl LedgerMemo {
     /// freed. A harness calls it while the model answers, so that the
     /// compaction after the answer finds the marker the last one wrote
     /// already read; the results are the ones the requests would compute,
-    /// so nothing but when they are computed changes.
-    pub(crate) fn prepare_ahead(&mut self, messages: &[Message]) {
+    /// so nothing but when they are computed changes. Messages before
+    /// `from` were looked at already, and have not changed since.
+    pub(crate) fn prepare_ahead(&mut self, messages: &[Message], from: usize) {
         self.discarded.clear();
-        for (k, message) in messages.iter().enumerate().skip(self.ahead_upto) {
+        for (k, message) in messages.iter().enumerate().skip(from) {
             match message.role() {
                 Role::Assistant => {
                     self.parsed
@@ -194,7 +191,6 @@ impl LedgerMemo {
                 }
             }
         }
-        self.ahead_upto = messages.len();
     }
 
     /// The ledger of `messages[range]`, as [`Ledger::of`] (or, without

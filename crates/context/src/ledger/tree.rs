@@ -274,7 +274,7 @@ impl PathTree {
         // under the chain.
         let (lines, heads_before, heads_after) = match place.kind {
             PlaceKind::Leaf => {
-                let leaf = self.push(rest, path.len(), Vec::new(), entry, 1, 1);
+                let leaf = self.push_leaf(rest, path.len(), entry);
                 self.nodes[parent].children.push(leaf);
                 (1, 0, 1)
             }
@@ -300,10 +300,24 @@ impl PathTree {
                 let full = place.at + common;
                 let (below, heads) = (self.nodes[child].lines, self.nodes[child].heads);
                 let folder = if common == rest.len() {
-                    self.push_node(text, full, vec![child], entry, below + 1, 1)
+                    self.push_node(Node {
+                        text,
+                        full,
+                        children: vec![child],
+                        entry,
+                        lines: below + 1,
+                        heads: 1,
+                    })
                 } else {
-                    let leaf = self.push(&rest[common..], path.len(), Vec::new(), entry, 1, 1);
-                    let folder = self.push_node(text, full, vec![child, leaf], None, below + 1, 0);
+                    let leaf = self.push_leaf(&rest[common..], path.len(), entry);
+                    let folder = self.push_node(Node {
+                        text,
+                        full,
+                        children: vec![child, leaf],
+                        entry: None,
+                        lines: below + 1,
+                        heads: 0,
+                    });
                     let node = &mut self.nodes[folder];
                     if node.is_line() {
                         node.lines += 1;
@@ -332,40 +346,24 @@ impl PathTree {
         }
     }
 
-    /// A new node whose text is `text`, written at the end of `texts`.
-    fn push(
-        &mut self,
-        text: &str,
-        full: usize,
-        children: Vec<usize>,
-        entry: Option<(usize, usize)>,
-        lines: usize,
-        heads: usize,
-    ) -> usize {
+    /// A new leaf, the end of `entry`'s path (`full` bytes long in all):
+    /// its text written at the end of `texts`, one line of its own.
+    fn push_leaf(&mut self, text: &str, full: usize, entry: Option<(usize, usize)>) -> usize {
         let start = self.texts.len();
         self.texts.push_str(text);
-        let end = self.texts.len();
-        self.push_node(start..end, full, children, entry, lines, heads)
+        self.push_node(Node {
+            text: start..self.texts.len(),
+            full,
+            children: Vec::new(),
+            entry,
+            lines: 1,
+            heads: 1,
+        })
     }
 
-    /// A new node whose text is the range `text` of `texts`.
-    fn push_node(
-        &mut self,
-        text: Range<usize>,
-        full: usize,
-        children: Vec<usize>,
-        entry: Option<(usize, usize)>,
-        lines: usize,
-        heads: usize,
-    ) -> usize {
-        self.nodes.push(Node {
-            text,
-            full,
-            children,
-            entry,
-            lines,
-            heads,
-        });
+    /// Adds `node`, and says where it is.
+    fn push_node(&mut self, node: Node) -> usize {
+        self.nodes.push(node);
         self.nodes.len() - 1
     }
 
