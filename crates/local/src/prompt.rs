@@ -76,7 +76,7 @@ pub fn template_messages(request: &ChatRequest<'_>, tool_role: bool) -> Vec<Temp
                                     let content = if is_error {
                                         format!("Error: {text}")
                                     } else {
-                                        text
+                                        text.into_owned()
                                     };
                                     out.push(TemplateMessage {
                                         role: "tool".into(),

@@ -8,6 +8,7 @@ use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::io;
 
 /// A JSON object: the unknown fields a block or message carries (e.g. `cache_control`).
@@ -229,15 +230,18 @@ impl ToolResult {
 
     /// Everything the content holds, as one string that loses nothing: the
     /// string itself, the joined text when all blocks are text, or else the
-    /// blocks as JSON.
-    pub fn full_text(&self) -> String {
+    /// blocks as JSON. Borrowed when the content is one string, as big
+    /// outputs are: saving one should not first copy it.
+    pub fn full_text(&self) -> Cow<'_, str> {
         match &self.content {
+            None => Cow::Borrowed(""),
+            Some(ToolResultContent::Text(s)) => Cow::Borrowed(s),
             Some(ToolResultContent::Blocks(blocks))
                 if blocks.iter().any(|b| !matches!(b, Block::Text(_))) =>
             {
-                serde_json::to_string(blocks).unwrap_or_default()
+                Cow::Owned(serde_json::to_string(blocks).unwrap_or_default())
             }
-            _ => self.text(),
+            Some(ToolResultContent::Blocks(blocks)) => Cow::Owned(join_text_blocks(blocks)),
         }
     }
 

@@ -5,6 +5,14 @@
 
 /// The first `n` characters of `s`, cut at a character boundary.
 pub fn prefix_chars(s: &str, n: usize) -> &str {
+    // Output is mostly ASCII, where n characters are n bytes: checked in
+    // bulk rather than decoded one by one (a preview is taken of every
+    // output saved on a call's path).
+    if let Some(head) = s.as_bytes().get(..n)
+        && head.is_ascii()
+    {
+        return &s[..n];
+    }
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,
@@ -15,6 +23,11 @@ pub fn prefix_chars(s: &str, n: usize) -> &str {
 pub fn suffix_chars(s: &str, n: usize) -> &str {
     if n == 0 {
         return "";
+    }
+    if let Some(start) = s.len().checked_sub(n)
+        && s.as_bytes()[start..].is_ascii()
+    {
+        return &s[start..];
     }
     match s.char_indices().rev().nth(n - 1) {
         Some((i, _)) => &s[i..],
@@ -103,6 +116,7 @@ pub fn abbreviate_count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn cuts_respect_characters() {
@@ -110,6 +124,18 @@ mod tests {
         assert_eq!(suffix_chars("héllo", 4), "éllo");
         assert_eq!(suffix_chars("hé", 9), "hé");
         assert_eq!(suffix_chars("hé", 0), "");
+    }
+
+    proptest! {
+        /// The ASCII shortcut cuts where decoding character by character does.
+        #[test]
+        fn cuts_match_counting_characters(s in "(a|b|é|日|\\n){0,40}", n in 0usize..50) {
+            let by_chars: String = s.chars().take(n).collect();
+            prop_assert_eq!(prefix_chars(&s, n), by_chars.as_str());
+            let count = s.chars().count();
+            let tail: String = s.chars().skip(count.saturating_sub(n)).collect();
+            prop_assert_eq!(suffix_chars(&s, n), tail.as_str());
+        }
     }
 
     #[test]

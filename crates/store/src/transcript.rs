@@ -182,32 +182,49 @@ fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Op
     let Content::Blocks(blocks) = m.content() else {
         return None;
     };
-    let mut replaced: Option<Vec<Block>> = None;
-    for (i, block) in blocks.iter().enumerate() {
-        let Block::ToolResult(r) = block else {
-            continue;
-        };
-        let Some(file) = saved.get(&r.tool_use_id) else {
-            continue;
-        };
-        let text = r.full_text();
-        if file.bytes != text.len() as u64 || file.hash != ContentHash::of(text.as_bytes()) {
-            continue;
-        }
-        let marker = persisted_output(
-            &file.path,
-            &Preview::head(&text, TRANSCRIPT_PREVIEW_CHARS),
-            None,
-        );
-        let blocks = replaced.get_or_insert_with(|| blocks.clone());
-        blocks[i] = Block::ToolResult(ToolResult {
-            content: Some(whittle_protocol::ToolResultContent::Text(marker)),
-            ..r.clone()
-        });
+    let markers: Vec<Option<Block>> = blocks
+        .iter()
+        .map(|block| saved_marker(block, saved))
+        .collect();
+    if markers.iter().all(Option::is_none) {
+        return None;
     }
-    let blocks = replaced?;
-    let (role, _, extra) = m.clone().into_parts();
-    Some(Message::with_extra(role, Content::Blocks(blocks), extra))
+    // The saved outputs are not copied, not even to be dropped: they can be
+    // megabytes.
+    let blocks = blocks
+        .iter()
+        .zip(markers)
+        .map(|(block, marker)| marker.unwrap_or_else(|| block.clone()))
+        .collect();
+    Some(Message::with_extra(
+        m.role(),
+        Content::Blocks(blocks),
+        m.extra().clone(),
+    ))
+}
+
+/// The marker that names the file `block`'s output is saved in, when it is
+/// a tool result the store saved with this very text.
+fn saved_marker(block: &Block, saved: &HashMap<String, SavedOutput>) -> Option<Block> {
+    let Block::ToolResult(r) = block else {
+        return None;
+    };
+    let file = saved.get(&r.tool_use_id)?;
+    let text = r.full_text();
+    if file.bytes != text.len() as u64 || file.hash != ContentHash::of(text.as_bytes()) {
+        return None;
+    }
+    let marker = persisted_output(
+        &file.path,
+        &Preview::head(&text, TRANSCRIPT_PREVIEW_CHARS),
+        None,
+    );
+    Some(Block::ToolResult(ToolResult {
+        tool_use_id: r.tool_use_id.clone(),
+        content: Some(whittle_protocol::ToolResultContent::Text(marker)),
+        is_error: r.is_error,
+        extra: r.extra.clone(),
+    }))
 }
 
 /// Reads a transcript back; a last line cut by a crash is ignored.

@@ -432,18 +432,19 @@ fn persist_preview(
         return Ok(None);
     };
     // An already-saved result keeps its file; the preview is of the file, not of the marker.
-    let (path, source) = match cx.store.saved_path(result) {
+    let (path, marker) = match cx.store.saved_path(result) {
         Some(p) => {
             let text = Store::read_persisted(&p)?;
-            (p, text)
+            let marker = persisted_output(&p, &Preview::head(&text, preview_chars), None);
+            (p, marker)
         }
         None => {
             let full = result.full_text();
             let saved = cx.store.persist_tool_result(&result.tool_use_id, &full)?;
-            (saved.path, full)
+            let marker = persisted_output(&saved.path, &Preview::head(&full, preview_chars), None);
+            (saved.path, marker)
         }
     };
-    let marker = persisted_output(&path, &Preview::head(&source, preview_chars), None);
     let new_chars = marker.chars().count();
     Ok(history
         .set_tool_result_content(at, marker)

@@ -1,0 +1,111 @@
+//! How the pipeline's time per call is spread over a session: whether the
+//! slowest calls stay as fast late in a long session as early in it.
+
+use serde::Serialize;
+
+/// The 99th-percentile pipeline time of each tenth of one session's calls,
+/// in call order: flat when the cost of a call does not grow with the
+/// session. Totals keep the figure of the session with the most calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TenthsP99 {
+    /// The calls of the session measured.
+    pub calls: u64,
+    /// Microseconds: the p99 of each tenth (fewer than ten entries when
+    /// the session has fewer than ten calls: one per call then).
+    pub p99_us: Vec<u64>,
+}
+
+impl TenthsP99 {
+    /// The figure of one session, from its calls' times in call order.
+    /// Tenths are runs of `ceil(calls / 10)` calls, the last one shorter.
+    pub fn of(times_in_call_order: &[u64]) -> TenthsP99 {
+        let tenth = times_in_call_order.len().div_ceil(10).max(1);
+        let p99_us = times_in_call_order
+            .chunks(tenth)
+            .map(|chunk| {
+                let mut sorted = chunk.to_vec();
+                sorted.sort_unstable();
+                p99_of_sorted(&sorted)
+            })
+            .collect();
+        TenthsP99 {
+            calls: times_in_call_order.len() as u64,
+            p99_us,
+        }
+    }
+
+    /// Keeps whichever of the two measured the longer session (for totals).
+    pub fn absorb(&mut self, other: &TenthsP99) {
+        if other.calls > self.calls {
+            *self = other.clone();
+        }
+    }
+
+    /// The fastest and the slowest tenth's p99, `None` with no calls.
+    pub fn range(&self) -> Option<(u64, u64)> {
+        let min = self.p99_us.iter().min()?;
+        let max = self.p99_us.iter().max()?;
+        Some((*min, *max))
+    }
+}
+
+/// The 99th percentile of sorted times (the value below which 99% of them
+/// lie: the largest of fewer than a hundred); 0 for none.
+pub fn p99_of_sorted(sorted: &[u64]) -> u64 {
+    match sorted.len() {
+        0 => 0,
+        n => sorted[(n * 99 / 100).min(n - 1)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_slow_call_shows_in_its_tenth_only() {
+        let mut times = vec![10u64; 95];
+        times[93] = 700;
+        let t = TenthsP99::of(&times);
+        assert_eq!(t.calls, 95);
+        // Runs of 10 calls: the 10th run holds calls 90-94.
+        assert_eq!(t.p99_us.len(), 10);
+        assert_eq!(t.p99_us[9], 700);
+        assert!(t.p99_us[..9].iter().all(|&p| p == 10), "{t:?}");
+        assert_eq!(t.range(), Some((10, 700)));
+    }
+
+    #[test]
+    fn short_and_empty_sessions() {
+        assert_eq!(TenthsP99::of(&[]).range(), None);
+        assert_eq!(TenthsP99::of(&[5, 9, 7]).p99_us, vec![5, 9, 7]);
+    }
+
+    #[test]
+    fn totals_keep_the_longest_session() {
+        let mut total = TenthsP99::of(&[1; 20]);
+        total.absorb(&TenthsP99::of(&[2; 5]));
+        assert_eq!(total.calls, 20);
+        total.absorb(&TenthsP99::of(&[3; 30]));
+        assert_eq!((total.calls, total.range()), (30, Some((3, 3))));
+    }
+
+    proptest! {
+        /// Every call falls in exactly one tenth; each tenth's p99 is one
+        /// of its own calls and none of them is slower.
+        #[test]
+        fn tenths_cover_the_calls(times in proptest::collection::vec(0u64..1000, 0..300)) {
+            let t = TenthsP99::of(&times);
+            prop_assert_eq!(t.calls as usize, times.len());
+            prop_assert!(t.p99_us.len() <= 10);
+            let tenth = times.len().div_ceil(10).max(1);
+            for (chunk, p99) in times.chunks(tenth).zip(&t.p99_us) {
+                prop_assert!(chunk.contains(p99));
+                let above = chunk.iter().filter(|&&x| x > *p99).count();
+                prop_assert!(above * 100 <= chunk.len(), "{} above {} of {}", above, p99, chunk.len());
+            }
+            prop_assert_eq!(times.chunks(tenth).count(), t.p99_us.len());
+        }
+    }
+}
