@@ -12,7 +12,9 @@
 
 use std::path::PathBuf;
 use whittle_context::Summarizer;
-use whittle_replay::{Policy, ReplayConfig, StandInSummarizer, replay_paths};
+use whittle_replay::{
+    Policy, ReplayConfig, StandInSummarizer, TenthsP99, p99_of_sorted, replay_paths,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -58,7 +60,8 @@ fn main() {
         println!("{i}\t{us}");
     }
     let tenth = longest.len().div_ceil(10).max(1);
-    for (k, chunk) in longest.chunks(tenth).enumerate() {
+    let p99 = TenthsP99::of(longest).p99_us;
+    for (k, (chunk, p99)) in longest.chunks(tenth).zip(p99).enumerate() {
         let mut sorted = chunk.to_vec();
         sorted.sort_unstable();
         eprintln!(
@@ -66,7 +69,7 @@ fn main() {
             k * tenth,
             k * tenth + chunk.len() - 1,
             sorted[sorted.len() / 2],
-            sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)]
+            p99
         );
     }
     let mut every: Vec<u64> = best.iter().flat_map(|(_, t)| t.iter().copied()).collect();
@@ -77,7 +80,7 @@ fn main() {
         every.len(),
         every[every.len() / 2],
         every[every.len() * 9 / 10],
-        every[every.len() * 99 / 100],
+        p99_of_sorted(&every),
         every.iter().sum::<u64>() / 1000
     );
 }

@@ -18,6 +18,7 @@
 //! automatic ones stay the recording agent's own.
 
 use crate::calibration::{Calibration, Measured};
+use crate::call_times::TenthsP99;
 use crate::import::Conversation;
 use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 use crate::prompt_cache::{CallTime, PromptCache, hash};
@@ -615,6 +616,7 @@ impl<'r, 's> Replayer<'r, 's> {
         );
         report.unrecoverable_chars = check_recovery(&run.messages[restarted_at..], &history, &store)
             .unrecoverable_chars as u64;
+        report.pipeline_us_p99_by_tenth = TenthsP99::of(&times);
         report.pipeline_us_by_call = times.clone();
         times.sort_unstable();
         report.pipeline_us_median = times.get(times.len() / 2).copied().unwrap_or(0);

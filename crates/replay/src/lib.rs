@@ -36,6 +36,7 @@
 //! ```
 
 mod calibration;
+mod call_times;
 mod conversation;
 mod import;
 mod paths;
@@ -48,6 +49,7 @@ mod stand_in;
 mod survival;
 
 pub use calibration::{Calibration, Measured, calibrate};
+pub use call_times::{TenthsP99, p99_of_sorted};
 pub use conversation::{replay_conversation, replay_recorded};
 pub use import::{
     Boundary, Conversation, Format, INTERRUPTED, ImportError, ImportedFile, MISSING_OPENING,

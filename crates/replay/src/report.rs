@@ -2,6 +2,7 @@
 //! `--json` for machines are both made from these.
 
 use crate::calibration::Measured;
+use crate::call_times::TenthsP99;
 use crate::import::Conversation;
 use crate::recorded::RecordedCall;
 use crate::survival::Survival;
@@ -61,6 +62,10 @@ pub struct ReplayReport {
     /// off the calls' path, as in the agent, and not in the pipeline's
     /// figures, but counted here so that none of the work is hidden.
     pub ahead_us_total: u64,
+    /// The pipeline's p99 per call in each tenth of the session; in totals,
+    /// the longest session's: whether the slowest calls stay flat as a
+    /// session grows.
+    pub pipeline_us_p99_by_tenth: TenthsP99,
     /// Pipeline time of each call in call order, in microseconds: whether
     /// the cost stays flat as a session grows. Not in JSON (one per call).
     #[serde(skip)]
@@ -129,6 +134,8 @@ impl ReplayReport {
         self.pipeline_us_max = self.pipeline_us_max.max(other.pipeline_us_max);
         self.pipeline_us_total += other.pipeline_us_total;
         self.ahead_us_total += other.ahead_us_total;
+        self.pipeline_us_p99_by_tenth
+            .absorb(&other.pipeline_us_p99_by_tenth);
         self.survival.absorb(&other.survival);
     }
 }

@@ -78,6 +78,14 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         ("pipeline per call (max)", |t, _| {
             format!("{}us", t.pipeline_us_max)
         }),
+        // The same spread late in the longest session as early in it:
+        // the cost of a call does not grow with the session.
+        ("p99 per tenth, longest", |t, _| {
+            match t.pipeline_us_p99_by_tenth.range() {
+                Some((low, high)) => format!("{low}-{high}us"),
+                None => "-".into(),
+            }
+        }),
         ("pipeline in all", |t, _| {
             format!("{:.1}ms", t.pipeline_us_total as f64 / 1000.0)
         }),
@@ -278,6 +286,7 @@ mod tests {
             pipeline_us_max: 340,
             pipeline_us_total: 5_600,
             ahead_us_total: 1_250,
+            pipeline_us_p99_by_tenth: whittle_replay::TenthsP99::of(&[9, 40, 12, 31]),
             ..ReplayReport::default()
         }
     }
@@ -341,6 +350,7 @@ mod tests {
         assert_eq!(row("pipeline per call (max)"), ["340us", "340us"]);
         assert_eq!(row("pipeline in all"), ["5.6ms", "5.6ms"]);
         assert_eq!(row("work ahead (in all)"), ["1.2ms", "1.2ms"]);
+        assert_eq!(row("p99 per tenth, longest"), ["9-40us", "9-40us"]);
         let c1 = lines.iter().find(|l| l.starts_with("c1 ")).unwrap();
         assert!(c1.contains("$2.000 (40k)*"), "{c1}");
         assert!(c1.contains("$1.500 (30k) "), "{c1}");
