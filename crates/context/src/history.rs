@@ -2,7 +2,7 @@
 
 use crate::ledger::{Ledger, LedgerMemo};
 use crate::per_message::PerMessage;
-use crate::{Block, Message, ToolResult, ToolResultContent};
+use crate::{Block, Message, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
 use whittle_store::{Store, WrittenLine};
@@ -205,14 +205,7 @@ impl History {
         else {
             return None;
         };
-        // Everything but the content, which is replaced: cloning a big
-        // output only to drop the copy cost as much as saving it.
-        let result = ToolResult {
-            tool_use_id: result.tool_use_id.clone(),
-            content: Some(ToolResultContent::Text(content)),
-            is_error: result.is_error,
-            extra: result.extra.clone(),
-        };
+        let result = result.with_content(ToolResultContent::Text(content));
         self.replace_block(at, Block::ToolResult(result))
             .map(|_| ())
     }

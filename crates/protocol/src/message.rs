@@ -254,6 +254,17 @@ impl ToolResult {
         }
     }
 
+    /// This result with `content` in place of its own, which is not
+    /// copied: replacing a big output by a marker should not first copy it.
+    pub fn with_content(&self, content: ToolResultContent) -> ToolResult {
+        ToolResult {
+            tool_use_id: self.tool_use_id.clone(),
+            content: Some(content),
+            is_error: self.is_error,
+            extra: self.extra.clone(),
+        }
+    }
+
     /// The content if it is a plain string.
     pub fn content_str(&self) -> Option<&str> {
         match &self.content {
@@ -527,6 +538,25 @@ impl Message {
         Some(old)
     }
 
+    /// This message with `replacements[i]`, where it is `Some`, in place of
+    /// block `i`; `None` when it has no blocks. The blocks replaced are not
+    /// copied (they can be megabytes of output).
+    pub fn with_blocks_replaced(&self, replacements: Vec<Option<Block>>) -> Option<Message> {
+        let Content::Blocks(blocks) = &self.content else {
+            return None;
+        };
+        let mut replacements = replacements.into_iter();
+        let blocks = blocks
+            .iter()
+            .map(|b| replacements.next().flatten().unwrap_or_else(|| b.clone()))
+            .collect();
+        Some(Message::with_extra(
+            self.role,
+            Content::Blocks(blocks),
+            self.extra.clone(),
+        ))
+    }
+
     /// Consumes the message, returning its parts.
     pub fn into_parts(self) -> (Role, Content, Extra) {
         (self.role, self.content, self.extra)
@@ -711,6 +741,40 @@ mod tests {
         let v = json!({"type": "tool_result", "tool_use_id": "t", "is_error": null});
         assert!(matches!(Block::from_value(v.clone()), Block::Unknown(_)));
         round_trip(json!({"role": "user", "content": [v, {"type": "tool_use", "id": 3}]}));
+    }
+
+    #[test]
+    fn replacing_blocks_without_copying_them_is_replacing_them() {
+        let mut big = ToolResult {
+            tool_use_id: "a".into(),
+            content: Some(ToolResultContent::Text("x".repeat(5_000))),
+            is_error: Some(false),
+            extra: Default::default(),
+        };
+        big.extra
+            .insert("cache_control".into(), json!({"type": "ephemeral"}));
+        let m = Message::user_blocks(vec![
+            Block::text("before"),
+            Block::ToolResult(big.clone()),
+            Block::tool_result("b", "small", true),
+        ]);
+        let marker = big.with_content(ToolResultContent::Text("[saved]".into()));
+        assert_eq!(
+            (&marker.tool_use_id, marker.is_error, &marker.extra),
+            (&big.tool_use_id, big.is_error, &big.extra)
+        );
+        let replaced = m
+            .with_blocks_replaced(vec![None, Some(Block::ToolResult(marker.clone()))])
+            .unwrap();
+        let mut expected = m.clone();
+        expected.replace_block(1, Block::ToolResult(marker));
+        assert_eq!(replaced, expected);
+        assert_eq!(replaced.chars(), expected.chars());
+        assert_eq!(
+            replaced.chars(),
+            serde_json::to_string(&replaced).unwrap().chars().count()
+        );
+        assert!(Message::user("text").with_blocks_replaced(vec![]).is_none());
     }
 
     #[test]

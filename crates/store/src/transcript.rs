@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use whittle_protocol::{Block, Content, Message, Redactor, ToolResult};
+use whittle_protocol::{Block, Content, Message, Redactor};
 
 /// Characters of a saved output's preview inside a transcript line: enough
 /// to say what it was; the file holds the rest.
@@ -189,18 +189,7 @@ fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Op
     if markers.iter().all(Option::is_none) {
         return None;
     }
-    // The saved outputs are not copied, not even to be dropped: they can be
-    // megabytes.
-    let blocks = blocks
-        .iter()
-        .zip(markers)
-        .map(|(block, marker)| marker.unwrap_or_else(|| block.clone()))
-        .collect();
-    Some(Message::with_extra(
-        m.role(),
-        Content::Blocks(blocks),
-        m.extra().clone(),
-    ))
+    m.with_blocks_replaced(markers)
 }
 
 /// The marker that names the file `block`'s output is saved in, when it is
@@ -219,12 +208,9 @@ fn saved_marker(block: &Block, saved: &HashMap<String, SavedOutput>) -> Option<B
         &Preview::head(&text, TRANSCRIPT_PREVIEW_CHARS),
         None,
     );
-    Some(Block::ToolResult(ToolResult {
-        tool_use_id: r.tool_use_id.clone(),
-        content: Some(whittle_protocol::ToolResultContent::Text(marker)),
-        is_error: r.is_error,
-        extra: r.extra.clone(),
-    }))
+    Some(Block::ToolResult(r.with_content(
+        whittle_protocol::ToolResultContent::Text(marker),
+    )))
 }
 
 /// Reads a transcript back; a last line cut by a crash is ignored.

@@ -434,8 +434,8 @@ pub fn repair_unanswered(history: &mut Vec<Message>) -> usize {
         Some(next) if next.has_tool_result() => {
             let mut blocks = missing;
             blocks.extend(next.blocks().iter().cloned());
-            let (role, _, extra) = next.clone().into_parts();
-            history[last_assistant + 1] = Message::with_extra(role, Content::Blocks(blocks), extra);
+            history[last_assistant + 1] =
+                Message::with_extra(next.role(), Content::Blocks(blocks), next.extra().clone());
         }
         _ => history.insert(last_assistant + 1, Message::user_blocks(missing)),
     }

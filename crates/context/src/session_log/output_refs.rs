@@ -53,7 +53,7 @@ pub fn log_form(
             out.push(m.clone());
             continue;
         };
-        let mut changed: Option<Vec<Block>> = None;
+        let mut changed: Option<Vec<Option<Block>>> = None;
         for (bi, block) in blocks.iter().enumerate() {
             let Block::ToolResult(r) = block else {
                 continue;
@@ -80,7 +80,8 @@ pub fn log_form(
             let saved = store.persist_tool_result(&r.tool_use_id, text)?;
             let marker =
                 persisted_output(&saved.path, &Preview::head(text, LOG_PREVIEW_CHARS), None);
-            changed.get_or_insert_with(|| blocks.clone())[bi] = with_content(r, marker);
+            changed.get_or_insert_with(|| vec![None; blocks.len()])[bi] =
+                Some(with_content(r, marker));
             refs.push(reference(
                 mi,
                 bi,
@@ -91,13 +92,12 @@ pub fn log_form(
                 true,
             ));
         }
-        out.push(match changed {
-            Some(blocks) => {
-                let (role, _, extra) = m.clone().into_parts();
-                Message::with_extra(role, Content::Blocks(blocks), extra)
-            }
-            None => m.clone(),
-        });
+        // The outputs moved to the store are not copied into the log form.
+        out.push(
+            changed
+                .and_then(|replaced| m.with_blocks_replaced(replaced))
+                .unwrap_or_else(|| m.clone()),
+        );
     }
     Ok((out, refs))
 }
@@ -127,10 +127,7 @@ fn reference(
 }
 
 fn with_content(r: &ToolResult, text: String) -> Block {
-    Block::ToolResult(ToolResult {
-        content: Some(ToolResultContent::Text(text)),
-        ..r.clone()
-    })
+    Block::ToolResult(r.with_content(ToolResultContent::Text(text)))
 }
 
 /// Puts the texts of `refs` back into `messages` (read from one record),
