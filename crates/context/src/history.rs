@@ -241,7 +241,8 @@ impl History {
     /// compaction wrote, saves each tool result above `save_above_chars`
     /// in `store` (a compaction that replaces it by a placeholder then
     /// finds it saved: saving tens of files in that call was its longest
-    /// wait), and writes the transcript line of every message not archived
+    /// wait; [`Store::save_ahead`] removes, when the store goes, a file
+    /// nothing came to name), and writes the transcript line of every message not archived
     /// yet as `store` would. A harness calls it while the model answers
     /// (work then costs no one any waiting); what the pipeline computes is
     /// the same with or without it, only its time on the call's path
@@ -268,7 +269,7 @@ impl History {
                         && store.saved_path(result).is_none();
                     if unsaved && result.content_chars() > floor {
                         // Best effort: see above.
-                        let _ = store.persist_tool_result(&result.tool_use_id, &result.full_text());
+                        let _ = store.save_ahead(&result.tool_use_id, &result.full_text());
                     }
                 }
             }

@@ -15,7 +15,7 @@ use crate::hash::ContentHash;
 use crate::placeholder::saved_path_text;
 use crate::saved::SavedOutput;
 use crate::transcript::{self, ArchivedSpan, Transcript, WrittenLine};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -55,6 +55,20 @@ struct Shared {
     canonical_root: Option<PathBuf>,
     /// Whether `tool-results/` was made: made once, not on every save.
     results_dir_made: bool,
+    /// Files [`Store::save_ahead`] made that nothing has named since (no
+    /// marker, transcript line or log reference): removed when the last
+    /// clone of the store goes, so that outputs saved for a compaction
+    /// that never came leave no files behind.
+    unnamed_ahead: HashSet<PathBuf>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for path in self.unnamed_ahead.drain() {
+            // Best effort: a file left behind is only a file too many.
+            let _ = fs::remove_file(path);
+        }
+    }
 }
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -87,6 +101,7 @@ impl Store {
                 trusted: HashMap::new(),
                 canonical_root: None,
                 results_dir_made: false,
+                unnamed_ahead: HashSet::new(),
             })),
             redactor: Redactor::default(),
         }
@@ -146,6 +161,27 @@ impl Store {
         tool_use_id: &str,
         text: &str,
     ) -> Result<SavedOutput, StoreError> {
+        let saved = self.persist(tool_use_id, text, false)?;
+        self.lock().unnamed_ahead.remove(&saved.path);
+        Ok(saved)
+    }
+
+    /// [`Store::persist_tool_result`] ahead of need: for a step that may
+    /// replace the output later (and then asks for it by that function,
+    /// which finds it saved). A file made here that nothing has named by
+    /// the time the store goes is removed then.
+    pub fn save_ahead(&self, tool_use_id: &str, text: &str) -> Result<SavedOutput, StoreError> {
+        self.persist(tool_use_id, text, true)
+    }
+
+    /// Saves `text` under `tool_use_id`; a file made `ahead` of need is
+    /// recorded as not named yet.
+    fn persist(
+        &self,
+        tool_use_id: &str,
+        text: &str,
+        ahead: bool,
+    ) -> Result<SavedOutput, StoreError> {
         let text = &*self.redactor.redact(text);
         let hash = ContentHash::of(text.as_bytes());
         if let Some(known) = self.saved_output(tool_use_id)
@@ -173,6 +209,9 @@ impl Store {
                             write_atomic(&path, text.as_bytes())
                         })
                         .map_err(io_err(&path))?;
+                    if ahead {
+                        self.lock().unnamed_ahead.insert(path.clone());
+                    }
                 }
                 Err(e) => return Err(io_err(&path)(e)),
             }
@@ -216,6 +255,8 @@ impl Store {
             .find(|s| fs::canonicalize(&s.path).is_ok_and(|p| p == path))
             .cloned();
         if let Some(known) = known {
+            // Asked about by a marker that names it: named.
+            self.lock().unnamed_ahead.remove(&known.path);
             return Ok(known);
         }
         let bytes = fs::read(path).map_err(io_err(path))?;
@@ -289,9 +330,22 @@ impl Store {
     ) -> Result<ArchivedSpan, StoreError> {
         let mut shared = self.lock();
         let Shared {
-            saved, transcript, ..
+            saved,
+            transcript,
+            unnamed_ahead,
+            ..
         } = &mut *shared;
-        transcript.append(messages, written, saved, &self.redactor)
+        let span = transcript.append(messages, written, saved, &self.redactor)?;
+        // The lines may name any output saved for their results (more
+        // than they do, at worst: then a file is kept that could go).
+        if !unnamed_ahead.is_empty() {
+            for result in messages.iter().flat_map(Message::tool_results) {
+                if let Some(s) = saved.get(&result.tool_use_id) {
+                    unnamed_ahead.remove(&s.path);
+                }
+            }
+        }
+        Ok(span)
     }
 
     /// Reads a transcript back. Lines are messages, except that saved
@@ -456,6 +510,57 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::placeholder::{Preview, persisted_output, saved_placeholder};
+
+    #[test]
+    fn outputs_saved_ahead_that_nothing_named_go_with_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let clone = store.clone();
+        let text = |id: &str| format!("output of {id}\n").repeat(20);
+        let ahead: Vec<PathBuf> = ["unnamed", "asked", "archived", "described", "never_asked"]
+            .iter()
+            .map(|id| store.save_ahead(id, &text(id)).unwrap().path)
+            .collect();
+        // Saved before by someone else: not this store's to remove.
+        let other = Store::new(dir.path());
+        let theirs = other
+            .persist_tool_result("theirs", &text("theirs"))
+            .unwrap();
+        drop(other);
+        assert_eq!(store.save_ahead("theirs", &text("theirs")).unwrap(), theirs);
+        // Named: by the step that asks for it, by a transcript line, by a marker.
+        assert_eq!(
+            store
+                .persist_tool_result("asked", &text("asked"))
+                .unwrap()
+                .path,
+            ahead[1]
+        );
+        let m = Message::user_blocks(vec![whittle_protocol::Block::tool_result(
+            "archived",
+            text("archived"),
+            false,
+        )]);
+        let span = store.archive(&[m]).unwrap();
+        store
+            .describe_saved(&fs::canonicalize(&ahead[3]).unwrap())
+            .unwrap();
+        // Saved again ahead once asked for: still named.
+        store.save_ahead("asked", &text("asked")).unwrap();
+        assert!(ahead.iter().all(|p| p.is_file()));
+        drop(store);
+        // A clone still holds the store: nothing goes yet.
+        assert!(ahead[0].is_file());
+        drop(clone);
+        assert!(!ahead[0].exists(), "the unnamed output stayed");
+        assert!(!ahead[4].exists(), "the unnamed output stayed");
+        for kept in [&ahead[1], &ahead[2], &ahead[3], &theirs.path] {
+            assert!(kept.is_file(), "{kept:?} was removed");
+        }
+        // What the transcript names is there to read.
+        let line = fs::read_to_string(&span.path).unwrap();
+        assert!(line.contains(&ahead[2].display().to_string()), "{line}");
+    }
 
     #[test]
     fn hostile_ids_stay_inside_the_store() {

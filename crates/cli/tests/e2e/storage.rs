@@ -76,6 +76,46 @@ fn a_big_command_output_is_kept_whole_once_and_the_model_sees_a_preview() {
 }
 
 #[test]
+fn outputs_saved_while_the_model_answered_leave_no_file_that_nothing_names() {
+    let h = Harness::new();
+    // Longer than a placeholder (saved while the model answers), shorter
+    // than what the session log keeps in a file of its own.
+    std::fs::write(h.ws().join("notes.txt"), "a note line\n".repeat(30)).unwrap();
+    h.server.push(Reply::tool_use(
+        "cat1",
+        "bash",
+        json!({"command": "cat notes.txt"}),
+    ));
+    h.server.push(Reply::tool_use(
+        "cat2",
+        "bash",
+        json!({"command": "cat notes.txt && seq 1 20000"}),
+    ));
+    h.server.push(Reply::text("Read it twice."));
+    let out = h.run(&["--permission-mode", "yolo", "-p", "read the notes twice"]);
+    assert_success(&out);
+    // The second output is big: the log names its file, which stays.
+    let logged: String = walk(&h.state().join("sessions"))
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let files = walk(&h.state().join("tool-results"));
+    assert!(
+        files.iter().any(|f| f.to_string_lossy().contains("cat2")),
+        "{files:?}"
+    );
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(logged.contains(&name), "{name} is named nowhere");
+    }
+    assert!(
+        !files.iter().any(|f| f.to_string_lossy().contains("cat1")),
+        "the first output, saved ahead and never named, stayed: {files:?}"
+    );
+    h.assert_clean();
+}
+
+#[test]
 fn resuming_after_saved_outputs_were_deleted_says_so_in_one_line_each() {
     let h = Harness::new();
     std::fs::write(h.ws().join("notes.txt"), "a note line\n".repeat(500)).unwrap();
