@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use whittle_context::Summarizer;
 use whittle_replay::{
-    Policy, ReplayConfig, StandInSummarizer, TenthsP99, p99_of_sorted, replay_paths,
+    Policy, ReplayConfig, StandInSummarizer, TenthsP99, p99_of_sorted, replay_paths, tenths,
 };
 
 fn main() {
@@ -59,15 +59,14 @@ fn main() {
     for (i, us) in longest.iter().enumerate() {
         println!("{i}\t{us}");
     }
-    let tenth = longest.len().div_ceil(10).max(1);
     let p99 = TenthsP99::of(longest).p99_us;
-    for (k, (chunk, p99)) in longest.chunks(tenth).zip(p99).enumerate() {
-        let mut sorted = chunk.to_vec();
+    for (run, p99) in tenths(longest.len()).zip(p99) {
+        let mut sorted = longest[run.clone()].to_vec();
         sorted.sort_unstable();
         eprintln!(
             "calls {:>4}-{:<4} median {:>6} us, p99 {:>6} us",
-            k * tenth,
-            k * tenth + chunk.len() - 1,
+            run.start,
+            run.end - 1,
             sorted[sorted.len() / 2],
             p99
         );

@@ -2,6 +2,7 @@
 //! slowest calls stay as fast late in a long session as early in it.
 
 use serde::Serialize;
+use std::ops::Range;
 
 /// The 99th-percentile pipeline time of each tenth of one session's calls,
 /// in call order: flat when the cost of a call does not grow with the
@@ -15,15 +16,20 @@ pub struct TenthsP99 {
     pub p99_us: Vec<u64>,
 }
 
+/// The calls of each tenth of a session of `calls` calls: ten runs whose
+/// lengths differ by one at most (one run per call under ten calls).
+pub fn tenths(calls: usize) -> impl Iterator<Item = Range<usize>> {
+    let runs = calls.min(10);
+    (0..runs).map(move |k| k * calls / runs..(k + 1) * calls / runs)
+}
+
 impl TenthsP99 {
-    /// The figure of one session, from its calls' times in call order.
-    /// Tenths are runs of `ceil(calls / 10)` calls, the last one shorter.
+    /// The figure of one session, from its calls' times in call order
+    /// (its [`tenths`]).
     pub fn of(times_in_call_order: &[u64]) -> TenthsP99 {
-        let tenth = times_in_call_order.len().div_ceil(10).max(1);
-        let p99_us = times_in_call_order
-            .chunks(tenth)
-            .map(|chunk| {
-                let mut sorted = chunk.to_vec();
+        let p99_us = tenths(times_in_call_order.len())
+            .map(|run| {
+                let mut sorted = times_in_call_order[run].to_vec();
                 sorted.sort_unstable();
                 p99_of_sorted(&sorted)
             })
@@ -69,7 +75,7 @@ mod tests {
         times[93] = 700;
         let t = TenthsP99::of(&times);
         assert_eq!(t.calls, 95);
-        // Runs of 10 calls: the 10th run holds calls 90-94.
+        // Ten runs of 9 or 10 calls: the last holds calls 85-94.
         assert_eq!(t.p99_us.len(), 10);
         assert_eq!(t.p99_us[9], 700);
         assert!(t.p99_us[..9].iter().all(|&p| p == 10), "{t:?}");
@@ -92,20 +98,27 @@ mod tests {
     }
 
     proptest! {
-        /// Every call falls in exactly one tenth; each tenth's p99 is one
-        /// of its own calls and none of them is slower.
+        /// Every call falls in exactly one tenth, in order; there are ten
+        /// of nearly equal length (one per call under ten calls); each
+        /// tenth's p99 is one of its own calls and at most 1% are slower.
         #[test]
         fn tenths_cover_the_calls(times in proptest::collection::vec(0u64..1000, 0..300)) {
             let t = TenthsP99::of(&times);
             prop_assert_eq!(t.calls as usize, times.len());
-            prop_assert!(t.p99_us.len() <= 10);
-            let tenth = times.len().div_ceil(10).max(1);
-            for (chunk, p99) in times.chunks(tenth).zip(&t.p99_us) {
+            let runs: Vec<_> = tenths(times.len()).collect();
+            prop_assert_eq!(runs.len(), times.len().min(10));
+            prop_assert_eq!(t.p99_us.len(), runs.len());
+            let mut next = 0;
+            for (run, p99) in runs.iter().zip(&t.p99_us) {
+                prop_assert_eq!(run.start, next);
+                next = run.end;
+                let chunk = &times[run.clone()];
+                prop_assert!(chunk.len() == times.len() / runs.len() || chunk.len() == times.len() / runs.len() + 1);
                 prop_assert!(chunk.contains(p99));
                 let above = chunk.iter().filter(|&&x| x > *p99).count();
                 prop_assert!(above * 100 <= chunk.len(), "{} above {} of {}", above, p99, chunk.len());
             }
-            prop_assert_eq!(times.chunks(tenth).count(), t.p99_us.len());
+            prop_assert_eq!(next, times.len());
         }
     }
 }
