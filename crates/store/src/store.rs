@@ -15,7 +15,7 @@ use crate::hash::ContentHash;
 use crate::placeholder::saved_path_text;
 use crate::saved::SavedOutput;
 use crate::transcript::{self, ArchivedSpan, Transcript, WrittenLine};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -56,15 +56,17 @@ struct Shared {
     /// Whether `tool-results/` was made: made once, not on every save.
     results_dir_made: bool,
     /// Files [`Store::save_ahead`] made that nothing has named since (no
-    /// marker, transcript line or log reference): removed when the last
-    /// clone of the store goes, so that outputs saved for a compaction
-    /// that never came leave no files behind.
-    unnamed_ahead: HashSet<PathBuf>,
+    /// marker, transcript line or log reference), by tool_use id: removed
+    /// when the last clone of the store goes, so that outputs saved for a
+    /// compaction that never came leave no files behind. By id, because
+    /// an archive asks about every result it writes (hashing a path walks
+    /// its components).
+    unnamed_ahead: HashMap<String, PathBuf>,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        for path in self.unnamed_ahead.drain() {
+        for (_, path) in self.unnamed_ahead.drain() {
             // Best effort: a file left behind is only a file too many.
             let _ = fs::remove_file(path);
         }
@@ -101,7 +103,7 @@ impl Store {
                 trusted: HashMap::new(),
                 canonical_root: None,
                 results_dir_made: false,
-                unnamed_ahead: HashSet::new(),
+                unnamed_ahead: HashMap::new(),
             })),
             redactor: Redactor::default(),
         }
@@ -162,7 +164,10 @@ impl Store {
         text: &str,
     ) -> Result<SavedOutput, StoreError> {
         let saved = self.persist(tool_use_id, text, false)?;
-        self.lock().unnamed_ahead.remove(&saved.path);
+        let mut shared = self.lock();
+        if shared.unnamed_ahead.get(tool_use_id) == Some(&saved.path) {
+            shared.unnamed_ahead.remove(tool_use_id);
+        }
         Ok(saved)
     }
 
@@ -210,7 +215,9 @@ impl Store {
                         })
                         .map_err(io_err(&path))?;
                     if ahead {
-                        self.lock().unnamed_ahead.insert(path.clone());
+                        self.lock()
+                            .unnamed_ahead
+                            .insert(tool_use_id.to_string(), path.clone());
                     }
                 }
                 Err(e) => return Err(io_err(&path)(e)),
@@ -251,12 +258,12 @@ impl Store {
         let known = self
             .lock()
             .saved
-            .values()
-            .find(|s| fs::canonicalize(&s.path).is_ok_and(|p| p == path))
-            .cloned();
-        if let Some(known) = known {
+            .iter()
+            .find(|(_, s)| fs::canonicalize(&s.path).is_ok_and(|p| p == path))
+            .map(|(id, s)| (id.clone(), s.clone()));
+        if let Some((id, known)) = known {
             // Asked about by a marker that names it: named.
-            self.lock().unnamed_ahead.remove(&known.path);
+            self.lock().unnamed_ahead.remove(&id);
             return Ok(known);
         }
         let bytes = fs::read(path).map_err(io_err(path))?;
@@ -340,9 +347,7 @@ impl Store {
         // than they do, at worst: then a file is kept that could go).
         if !unnamed_ahead.is_empty() {
             for result in messages.iter().flat_map(Message::tool_results) {
-                if let Some(s) = saved.get(&result.tool_use_id) {
-                    unnamed_ahead.remove(&s.path);
-                }
+                unnamed_ahead.remove(&result.tool_use_id);
             }
         }
         Ok(span)
