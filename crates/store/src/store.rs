@@ -15,7 +15,7 @@ use crate::hash::ContentHash;
 use crate::placeholder::saved_path_text;
 use crate::saved::SavedOutput;
 use crate::transcript::{self, ArchivedSpan, Transcript, WrittenLine};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -66,9 +66,22 @@ struct Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        for (_, path) in self.unnamed_ahead.drain() {
-            // Best effort: a file left behind is only a file too many.
-            let _ = fs::remove_file(path);
+        if self.unnamed_ahead.is_empty() {
+            return;
+        }
+        // Two ids whose file names collide share a file when their text is
+        // the same: a file another id still stands for stays.
+        let standing: HashSet<&Path> = self
+            .saved
+            .iter()
+            .filter(|(id, _)| !self.unnamed_ahead.contains_key(*id))
+            .map(|(_, saved)| saved.path.as_path())
+            .collect();
+        for path in self.unnamed_ahead.values() {
+            if !standing.contains(path.as_path()) {
+                // Best effort: a file left behind is only a file too many.
+                let _ = fs::remove_file(path);
+            }
         }
     }
 }
@@ -565,6 +578,25 @@ mod tests {
         // What the transcript names is there to read.
         let line = fs::read_to_string(&span.path).unwrap();
         assert!(line.contains(&ahead[2].display().to_string()), "{line}");
+    }
+
+    #[test]
+    fn a_file_two_ids_share_stays_while_one_of_them_stands_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        // An id that is already the file name another id is given.
+        let id = "tool/use";
+        let twin = sanitize_file_stem(id);
+        let text = "the same output\n".repeat(20);
+        let first = store.save_ahead(id, &text).unwrap();
+        let second = store.save_ahead(&twin, &text).unwrap();
+        assert_eq!(first.path, second.path, "the two ids were given two files");
+        store.persist_tool_result(&twin, &text).unwrap();
+        drop(store);
+        assert!(
+            first.path.is_file(),
+            "a file a named id stands for was removed"
+        );
     }
 
     #[test]
