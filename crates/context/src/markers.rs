@@ -1,22 +1,13 @@
 //! The texts compaction leaves in the context, written and recognised in one place.
 
 use crate::Message;
-use std::borrow::Cow;
 use std::path::Path;
 
 pub(crate) const ARCHIVE_INFIX: &str = " messages archived at ";
 /// How a summary marker names its transcript, on the line before its ledger.
 pub(crate) const TRANSCRIPT_LINE: &str = "Full transcript: ";
 
-/// A path as the text a marker names it by: what `Display` and
-/// `to_string_lossy` give, borrowed when it is UTF-8 (checked at once,
-/// not a piece at a time as the lossy conversion reads it).
-pub(crate) fn path_text(path: &Path) -> Cow<'_, str> {
-    match path.to_str() {
-        Some(text) => Cow::Borrowed(text),
-        None => path.to_string_lossy(),
-    }
-}
+pub(crate) use whittle_store::path_text;
 
 /// First line of the message that replaces a summarized history.
 pub const COMPACTED_HEADER: &str = "[Compacted]";
@@ -152,20 +143,6 @@ mod tests {
             }
             let written = compacted_message(COMPACTED_HEADER, &request, &summary, Path::new(&place), &ledger);
             prop_assert_eq!(written.text(), formatted);
-        }
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_path_reads_as_displayed() {
-        use std::os::unix::ffi::OsStrExt;
-        for bytes in [
-            &b"/t/x.jsonl"[..],
-            b"/t/\xffx\xc3.jsonl",
-            "/t/\u{e9}".as_bytes(),
-        ] {
-            let p = Path::new(std::ffi::OsStr::from_bytes(bytes));
-            assert_eq!(path_text(p), p.display().to_string());
         }
     }
 

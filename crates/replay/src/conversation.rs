@@ -360,6 +360,7 @@ impl<'r, 's> Replayer<'r, 's> {
             if is_user_input(m) && self.run.recording.injected.binary_search(&i).is_err() {
                 self.request = m.text();
             }
+            self.save_outputs_as_tools_do(m);
             self.history.push(m.clone());
             return i + 1;
         }
@@ -373,6 +374,29 @@ impl<'r, 's> Replayer<'r, 's> {
         }
         self.call(recorded);
         self.take_answer(i, recorded)
+    }
+
+    /// Saves the results of `m` that the agent's tools would have saved
+    /// while they ran (those past `persist_results_above`, which the
+    /// agent's output writer keeps in memory no longer): the agent pays
+    /// for that file in the tool's time, not in the pipeline's, so replay
+    /// counts it with the work ahead. The pipeline then finds it saved, as
+    /// in the agent.
+    fn save_outputs_as_tools_do(&mut self, m: &Message) {
+        let Some(c) = &self.compactor else { return };
+        let Some(above) = c.limits().persist_results_above else {
+            return;
+        };
+        let started = Instant::now();
+        for result in m.tool_results() {
+            if result.content_chars() > above {
+                // A file not saved here is saved by the pipeline, on its path.
+                let _ = c
+                    .store()
+                    .save_ahead(&result.tool_use_id, &result.full_text());
+            }
+        }
+        self.report.ahead_us_total += started.elapsed().as_micros() as u64;
     }
 
     /// One model call: the pipeline on the history, then the request it

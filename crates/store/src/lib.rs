@@ -40,7 +40,7 @@ pub use error::StoreError;
 pub use hash::ContentHash;
 pub use output::{CapturedOutput, OutputWriter};
 pub use placeholder::{
-    Preview, is_saved_placeholder, looks_saved, persisted_output, saved_path_text,
+    Preview, is_saved_placeholder, looks_saved, path_text, persisted_output, saved_path_text,
     saved_placeholder,
 };
 pub use saved::SavedOutput;

@@ -94,28 +94,59 @@ fn tail_without_cut_char(bytes: &[u8]) -> &[u8] {
     &bytes[skip..]
 }
 
+/// A path as the text a marker names it by: what `Display` and
+/// `to_string_lossy` give, borrowed when it is UTF-8 (checked at once, not
+/// a piece at a time as the lossy conversion reads it: micro_compact
+/// writes a placeholder for every old result it clears).
+pub fn path_text(path: &Path) -> Cow<'_, str> {
+    match path.to_str() {
+        Some(text) => Cow::Borrowed(text),
+        None => path.to_string_lossy(),
+    }
+}
+
 /// A persisted result as it stays in context: where the whole output is,
 /// an optional note (its size, the exit status: what a reader needs before
 /// deciding to open the file), and a preview. The one format of the one
 /// marker: the pipeline's steps and the tools that save their outputs
 /// while they run all write it here, and [`Store::saved_path`](crate::Store::saved_path) reads it back.
 pub fn persisted_output(path: &Path, preview: &Preview<'_>, note: Option<&str>) -> String {
-    let mut out = format!("{PERSISTED_OPEN}{}\n", path.display());
+    let path = path_text(path);
+    let tail = match &preview.rest {
+        Rest::Tail { tail, .. } => tail.len(),
+        _ => 0,
+    };
+    let mut out = String::with_capacity(
+        PERSISTED_OPEN.len() + path.len() + preview.head.len() + tail + PERSISTED_CLOSE.len() + 96,
+    );
+    out.push_str(PERSISTED_OPEN);
+    out.push_str(&path);
+    out.push('\n');
     if let Some(note) = note {
         out.push_str(note.trim_end());
         out.push('\n');
     }
     match &preview.rest {
-        Rest::Nothing => out.push_str(&format!("Preview:\n{}", preview.head)),
-        Rest::More => out.push_str(&format!("Preview:\n{}\n...", preview.head)),
+        Rest::Nothing => {
+            out.push_str("Preview:\n");
+            out.push_str(&preview.head);
+        }
+        Rest::More => {
+            out.push_str("Preview:\n");
+            out.push_str(&preview.head);
+            out.push_str("\n...");
+        }
         Rest::Tail {
             tail,
             omitted_bytes,
-        } => out.push_str(&format!(
-            "Preview (start and end):\n{}\n[... {} bytes not shown ...]\n{tail}",
-            preview.head.trim_end_matches('\n'),
-            group_digits(*omitted_bytes)
-        )),
+        } => {
+            out.push_str("Preview (start and end):\n");
+            out.push_str(preview.head.trim_end_matches('\n'));
+            out.push_str("\n[... ");
+            out.push_str(&group_digits(*omitted_bytes));
+            out.push_str(" bytes not shown ...]\n");
+            out.push_str(tail);
+        }
     }
     out.push_str(PERSISTED_CLOSE);
     out
@@ -123,7 +154,12 @@ pub fn persisted_output(path: &Path, preview: &Preview<'_>, note: Option<&str>) 
 
 /// The placeholder micro_compact leaves for an old result it saved.
 pub fn saved_placeholder(path: &Path) -> String {
-    format!("{SAVED_OPEN}{}]", path.display())
+    let path = path_text(path);
+    let mut out = String::with_capacity(SAVED_OPEN.len() + path.len() + 1);
+    out.push_str(SAVED_OPEN);
+    out.push_str(&path);
+    out.push(']');
+    out
 }
 
 /// The path a persisted-output marker or a saved placeholder names, as
@@ -157,6 +193,20 @@ pub fn is_saved_placeholder(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_reads_as_displayed() {
+        use std::os::unix::ffi::OsStrExt;
+        for bytes in [
+            &b"/t/x.jsonl"[..],
+            b"/t/\xffx\xc3.jsonl",
+            "/t/\u{e9}".as_bytes(),
+        ] {
+            let p = Path::new(std::ffi::OsStr::from_bytes(bytes));
+            assert_eq!(path_text(p), p.display().to_string());
+        }
+    }
 
     #[test]
     fn previews_of_ends_show_both_ends_and_count_the_rest() {

@@ -54,9 +54,17 @@ pub(crate) struct LedgerMemo {
     read_back: PerMessage<Ledger>,
     /// Memos an edit made useless, freed by [`LedgerMemo::prepare_ahead`]
     /// rather than on the call's path (a ledger is thousands of strings),
-    /// or by the next edit that discards any.
+    /// or by an edit that finds more than [`DISCARDED_MAX`] waiting.
     discarded: Vec<Memo>,
+    /// The states a roll back left behind (the memo's own, and the
+    /// checkpoints after the edit), freed as `discarded` is.
+    rolled_back: Vec<Checkpoint>,
 }
+
+/// The most memos and states [`LedgerMemo`] keeps waiting to be freed: more
+/// than one compaction's edits leave (a harness that never calls
+/// [`LedgerMemo::prepare_ahead`] frees them on the path, a few at a time).
+const DISCARDED_MAX: usize = SLOTS * (CHECKPOINTS + 1);
 
 #[derive(Clone, Debug)]
 struct Memo {
@@ -84,12 +92,18 @@ struct Checkpoint {
 
 impl Memo {
     /// Back to the newest checkpoint at or before message `at`, if there
-    /// is one; otherwise left as it is (and dropped by the caller).
-    fn roll_back(&mut self, at: usize) {
-        self.checkpoints.retain(|c| c.upto <= at);
+    /// is one; otherwise left as it is (and dropped by the caller). What
+    /// it leaves behind goes to `freed`, to be freed off the call's path.
+    fn roll_back(&mut self, at: usize, freed: &mut Vec<Checkpoint>) {
+        // Checkpoints are kept oldest first.
+        let kept = self.checkpoints.partition_point(|c| c.upto <= at);
+        freed.extend(self.checkpoints.drain(kept..));
         if let Some(c) = self.checkpoints.last() {
-            self.ledger.clone_from(&c.ledger);
-            self.recorder.clone_from(&c.recorder);
+            freed.push(Checkpoint {
+                upto: self.upto,
+                ledger: std::mem::replace(&mut self.ledger, c.ledger.clone()),
+                recorder: std::mem::replace(&mut self.recorder, c.recorder.clone()),
+            });
             self.upto = c.upto;
             self.rendered = None;
         }
@@ -145,19 +159,24 @@ impl LedgerMemo {
     /// Facts the memos recorded from message `at` on no longer hold:
     /// recording is sequential, so an edit reaches every message after it.
     fn recorded_before(&mut self, at: usize) {
+        if !self.slots.iter().any(|m| m.upto > at) {
+            return;
+        }
+        if self.discarded.len() + self.rolled_back.len() > DISCARDED_MAX {
+            self.discarded.clear();
+            self.rolled_back.clear();
+        }
         for memo in &mut self.slots {
             if memo.upto > at {
-                memo.roll_back(at);
+                memo.roll_back(at, &mut self.rolled_back);
             }
         }
         if self.slots.iter().any(|m| m.upto > at) {
-            let (kept, discarded) = std::mem::take(&mut self.slots)
+            let (kept, discarded): (Vec<Memo>, Vec<Memo>) = std::mem::take(&mut self.slots)
                 .into_iter()
                 .partition(|m| m.upto <= at);
             self.slots = kept;
-            // The memos discarded before go now: never more than one
-            // edit's waiting to be freed.
-            self.discarded = discarded;
+            self.discarded.extend(discarded);
         }
     }
 
@@ -171,6 +190,7 @@ impl LedgerMemo {
     /// `from` were looked at already, and have not changed since.
     pub(crate) fn prepare_ahead(&mut self, messages: &[Message], from: usize) {
         self.discarded.clear();
+        self.rolled_back.clear();
         for (k, message) in messages.iter().enumerate().skip(from) {
             match message.role() {
                 Role::Assistant => {
@@ -306,5 +326,38 @@ impl LedgerMemo {
         }
         memo.upto = end;
         at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What edits leave behind waits for the harness's work ahead, and is
+    /// never more than one compaction's worth when none comes.
+    #[test]
+    fn what_an_edit_leaves_is_bounded_and_freed_ahead() {
+        let messages: Vec<Message> = (0..200)
+            .map(|i| Message::user(format!("message {i} about src/f{i}.rs")))
+            .collect();
+        let mut memo = LedgerMemo::default();
+        let waiting = |memo: &LedgerMemo| memo.discarded.len() + memo.rolled_back.len();
+        for edit in (0..200).rev().step_by(7) {
+            for carry in [true, false] {
+                memo.ledger(&messages, 0..messages.len(), Some("/t.jsonl"), carry);
+            }
+            memo.message_changed(edit);
+            assert!(
+                waiting(&memo) <= 2 * DISCARDED_MAX,
+                "{} waiting after an edit at {edit}",
+                waiting(&memo)
+            );
+        }
+        assert!(
+            waiting(&memo) > 0,
+            "the edits left nothing to free: the test tests nothing"
+        );
+        memo.prepare_ahead(&messages, messages.len());
+        assert_eq!(waiting(&memo), 0);
     }
 }
