@@ -58,9 +58,11 @@ pub struct ReplayReport {
     /// Pipeline time in all, in microseconds.
     pub pipeline_us_total: u64,
     /// Time in all, in microseconds, of the work done ahead of need while
-    /// the model answers ([`whittle_context::History::prepare_ahead`]):
-    /// off the calls' path, as in the agent, and not in the pipeline's
-    /// figures, but counted here so that none of the work is hidden.
+    /// the model answers ([`whittle_context::History::prepare_ahead`]), and
+    /// of saving the outputs the agent's tools save while they run (those
+    /// past `persist_results_above`): off the calls' path, as in the
+    /// agent, and not in the pipeline's figures, but counted here so that
+    /// none of the work is hidden.
     pub ahead_us_total: u64,
     /// The pipeline's p99 per call in each tenth of the session; in totals,
     /// the longest session's: whether the slowest calls stay flat as a
