@@ -102,9 +102,13 @@ impl Compactor {
 
     /// [`History::prepare_ahead`] for this compactor: its store, and every
     /// result a `micro_compact` could replace (above the placeholder
-    /// floor) saved. A harness calls it while the model answers.
+    /// floor) saved; and the ledgers brought up to date, which after an
+    /// edit of old messages (micro_compact's placeholders) means recording
+    /// the history again from before the edit: work the next call would
+    /// otherwise begin with. A harness calls it while the model answers.
     pub fn prepare_ahead(&self, history: &mut History) {
         history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
+        self.keep_ledger(history);
     }
 
     /// How this compactor measures size, in the unit of its reports.
