@@ -98,6 +98,41 @@ async fn whole_tool_calls_in_one_chunk_with_object_arguments_work() {
 }
 
 #[tokio::test]
+async fn calls_sent_without_ids_get_ids_that_never_repeat() {
+    // Some servers leave `id` out: `call_0` in every answer would pair a
+    // result with another answer's call, and name another call's output file.
+    let server = TestServer::start().await;
+    let answer = || {
+        Reply::new().with_raw_events([(
+            "",
+            json!({"model": "local", "choices": [{"index": 0, "delta": {"role": "assistant",
+                "tool_calls": [
+                    {"index": 0, "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}},
+                    {"index": 1, "id": "", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"pwd\"}"}}
+                ]},
+                "finish_reason": "tool_calls"}]}),
+        )])
+    };
+    server.push(answer());
+    server.push(answer());
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (result, _) = run(&openai(&server), request("local")).await;
+        let message = result.unwrap().message;
+        let calls: Vec<_> = message.tool_uses().collect();
+        assert_eq!(calls.len(), 2, "{message:?}");
+        ids.extend(calls.iter().map(|c| c.id.clone()));
+    }
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 4, "ids repeat: {ids:?}");
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("call_") && id.len() > 10),
+        "{ids:?}"
+    );
+}
+
+#[tokio::test]
 async fn reasoning_content_becomes_a_thinking_block() {
     let server = TestServer::start().await;
     server.push(

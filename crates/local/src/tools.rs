@@ -16,9 +16,6 @@
 //! role when it has one.
 
 use serde_json::{Map, Value, json};
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use whittle_protocol::Block;
 
 /// Opens a tool call in model output.
@@ -285,21 +282,9 @@ pub fn parse_tool_calls(text: &str) -> Vec<Block> {
     segments_to_blocks(segments)
 }
 
-/// A tool_use id unique within the process and, with overwhelming likelihood, across
-/// processes: a per-process random prefix and a counter. Only `[A-Za-z0-9_]`.
+/// A tool_use id for a call the embedded model wrote (it gives none).
 pub fn fresh_tool_use_id() -> String {
-    static PREFIX: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            h.write_u128(d.as_nanos());
-        }
-        h.finish()
-    });
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("toolu_local_{prefix:016x}{n:06x}")
+    whittle_protocol::fresh_tool_use_id("toolu_local_")
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod message;
 mod redact;
 mod text;
 pub mod tool_names;
+mod tool_use_id;
 mod usage;
 mod validate;
 
@@ -47,5 +48,6 @@ pub use text::{
     abbreviate_count, collapse_whitespace, controls_to_spaces, escape_controls, first_line,
     group_digits, prefix_chars, quote_line, suffix_chars,
 };
+pub use tool_use_id::fresh_tool_use_id;
 pub use usage::Usage;
 pub use validate::{ValidationError, validate};

@@ -70,11 +70,12 @@ impl Drop for Shared {
             return;
         }
         // Two ids whose file names collide share a file when their text is
-        // the same: a file another id still stands for stays.
+        // the same: a file an id stands for, named, stays (an id may stand
+        // for one file and have saved another ahead that nothing named).
         let standing: HashSet<&Path> = self
             .saved
             .iter()
-            .filter(|(id, _)| !self.unnamed_ahead.contains_key(*id))
+            .filter(|(id, saved)| self.unnamed_ahead.get(*id) != Some(&saved.path))
             .map(|(_, saved)| saved.path.as_path())
             .collect();
         for path in self.unnamed_ahead.values() {
@@ -187,7 +188,11 @@ impl Store {
     /// [`Store::persist_tool_result`] ahead of need: for a step that may
     /// replace the output later (and then asks for it by that function,
     /// which finds it saved). A file made here that nothing has named by
-    /// the time the store goes is removed then.
+    /// the time the store goes is removed then. Only what names it through
+    /// this store (or a clone) counts: another store that reuses the file
+    /// (the same tool_use id and the same text) does not keep it. Ids are
+    /// unique per call (whittle makes its own where a server sends none),
+    /// so that takes one session open twice at the same time.
     pub fn save_ahead(&self, tool_use_id: &str, text: &str) -> Result<SavedOutput, StoreError> {
         self.persist(tool_use_id, text, true)
     }
@@ -597,6 +602,18 @@ mod tests {
             first.path.is_file(),
             "a file a named id stands for was removed"
         );
+
+        // An id that saved one file ahead and came to stand for another:
+        // `x` takes `x-1.txt`, which `x-1` saved ahead with the same text.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let unnamed = store.save_ahead("x", "one text\n").unwrap();
+        store.save_ahead("x-1", "another text\n").unwrap();
+        let named = store.persist_tool_result("x", "another text\n").unwrap();
+        assert_ne!(named.path, unnamed.path);
+        drop(store);
+        assert!(named.path.is_file(), "the file `x` stands for was removed");
+        assert!(!unnamed.path.exists(), "the file nothing named stayed");
     }
 
     #[test]

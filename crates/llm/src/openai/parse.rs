@@ -110,7 +110,9 @@ impl OpenAiParser {
                     .and_then(Value::as_str)
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned)
-                    .unwrap_or_else(|| format!("call_{}", self.next_index));
+                    // Left out by some servers: an id of our own, never one
+                    // that repeats in the next answer.
+                    .unwrap_or_else(|| whittle_protocol::fresh_tool_use_id("call_"));
                 let name = function
                     .and_then(|f| f.get("name"))
                     .and_then(Value::as_str)
