@@ -51,7 +51,9 @@ pub struct ReplayReport {
     pub unrecoverable_chars: u64,
     /// Pipeline time per call, median, in microseconds: `prepare` less the
     /// summary calls it makes (the model's time in the agent; here the
-    /// stand-in summarizer's and the pricing of its request).
+    /// stand-in summarizer's and the pricing of its request). In totals,
+    /// the largest of the conversations' medians: the conversation whose
+    /// typical call is slowest, not the median of every call.
     pub pipeline_us_median: u64,
     /// Pipeline time per call, max, in microseconds.
     pub pipeline_us_max: u64,

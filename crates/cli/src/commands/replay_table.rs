@@ -72,7 +72,9 @@ pub fn render_table(summary: &ReplaySummary) -> String {
             group_digits(t.unrecoverable_chars)
         }),
         ("invalid requests", |t, _| group_digits(t.invalid_requests)),
-        ("pipeline per call (median)", |t, _| {
+        // The slowest conversation's median call: a conversation of one
+        // call that compacts a whole session shows that call here.
+        ("median call, slowest conv.", |t, _| {
             format!("{}us", t.pipeline_us_median)
         }),
         ("pipeline per call (max)", |t, _| {
