@@ -64,10 +64,23 @@ pub fn p99_of_sorted(sorted: &[u64]) -> u64 {
     }
 }
 
+/// The middle of sorted times (the upper one of an even count); 0 for none.
+pub fn median_of_sorted(sorted: &[u64]) -> u64 {
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_median_is_the_middle_call() {
+        assert_eq!(median_of_sorted(&[]), 0);
+        assert_eq!(median_of_sorted(&[4]), 4);
+        assert_eq!(median_of_sorted(&[1, 2, 9]), 2);
+        assert_eq!(median_of_sorted(&[1, 2, 8, 9]), 8);
+    }
 
     #[test]
     fn a_slow_call_shows_in_its_tenth_only() {

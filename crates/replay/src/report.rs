@@ -2,7 +2,7 @@
 //! `--json` for machines are both made from these.
 
 use crate::calibration::Measured;
-use crate::call_times::TenthsP99;
+use crate::call_times::{TenthsP99, median_of_sorted};
 use crate::import::Conversation;
 use crate::recorded::RecordedCall;
 use crate::survival::Survival;
@@ -55,6 +55,10 @@ pub struct ReplayReport {
     /// the largest of the conversations' medians: the conversation whose
     /// typical call is slowest, not the median of every call.
     pub pipeline_us_median: u64,
+    /// Pipeline time per call, median over every call, in microseconds: in
+    /// a conversation, `pipeline_us_median`; in totals, the median of all
+    /// the conversations' calls together.
+    pub pipeline_us_median_all_calls: u64,
     /// Pipeline time per call, max, in microseconds.
     pub pipeline_us_max: u64,
     /// Pipeline time in all, in microseconds.
@@ -71,7 +75,9 @@ pub struct ReplayReport {
     /// session grows.
     pub pipeline_us_p99_by_tenth: TenthsP99,
     /// Pipeline time of each call in call order, in microseconds: whether
-    /// the cost stays flat as a session grows. Not in JSON (one per call).
+    /// the cost stays flat as a session grows (in totals, every
+    /// conversation's calls one after the other). Not in JSON (one per
+    /// call).
     #[serde(skip)]
     pub pipeline_us_by_call: Vec<u64>,
     /// Calls measured as the recording logged them, not rebuilt from messages.
@@ -114,7 +120,8 @@ impl ReplayReport {
         }
     }
 
-    /// Adds `other` into `self` (for totals); medians become the max of medians.
+    /// Adds `other` into `self` (for totals); medians become the max of
+    /// medians, but for the median of all calls.
     pub fn absorb(&mut self, other: &ReplayReport) {
         self.calls += other.calls;
         self.peak_tokens = self.peak_tokens.max(other.peak_tokens);
@@ -135,6 +142,11 @@ impl ReplayReport {
         self.invalid_requests += other.invalid_requests;
         self.unrecoverable_chars += other.unrecoverable_chars;
         self.pipeline_us_median = self.pipeline_us_median.max(other.pipeline_us_median);
+        self.pipeline_us_by_call
+            .extend_from_slice(&other.pipeline_us_by_call);
+        let mut sorted = self.pipeline_us_by_call.clone();
+        sorted.sort_unstable();
+        self.pipeline_us_median_all_calls = median_of_sorted(&sorted);
         self.pipeline_us_max = self.pipeline_us_max.max(other.pipeline_us_max);
         self.pipeline_us_total += other.pipeline_us_total;
         self.ahead_us_total += other.ahead_us_total;
@@ -361,4 +373,35 @@ pub struct ReplaySummary {
     /// What the recording agents' own compactions (e.g. Claude Code's
     /// summaries) kept, over the conversations that have them.
     pub recorded_survival: Option<Survival>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timed(calls: &[u64]) -> ReplayReport {
+        let mut sorted = calls.to_vec();
+        sorted.sort_unstable();
+        ReplayReport {
+            calls: calls.len() as u64,
+            pipeline_us_median: median_of_sorted(&sorted),
+            pipeline_us_median_all_calls: median_of_sorted(&sorted),
+            pipeline_us_by_call: calls.to_vec(),
+            ..ReplayReport::default()
+        }
+    }
+
+    /// Totals keep the slowest conversation's median and, beside it, the
+    /// median of every call: a one-call conversation moves the first only.
+    #[test]
+    fn totals_keep_the_slowest_median_and_the_median_of_all_calls() {
+        let mut totals = ReplayReport::default();
+        for report in [timed(&[3, 1, 2, 5, 4]), timed(&[70]), timed(&[6, 2, 1])] {
+            totals.absorb(&report);
+        }
+        assert_eq!(totals.pipeline_us_median, 70);
+        // 1 1 2 2 3 4 5 6 70: the fifth.
+        assert_eq!(totals.pipeline_us_median_all_calls, 3);
+        assert_eq!(totals.calls, 9);
+    }
 }

@@ -77,6 +77,9 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         ("median call, slowest conv.", |t, _| {
             format!("{}us", t.pipeline_us_median)
         }),
+        ("median call, all calls", |t, _| {
+            format!("{}us", t.pipeline_us_median_all_calls)
+        }),
         ("pipeline per call (max)", |t, _| {
             format!("{}us", t.pipeline_us_max)
         }),
