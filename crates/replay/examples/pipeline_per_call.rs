@@ -13,7 +13,8 @@
 use std::path::PathBuf;
 use whittle_context::Summarizer;
 use whittle_replay::{
-    Policy, ReplayConfig, StandInSummarizer, TenthsP99, p99_of_sorted, replay_paths, tenths,
+    Policy, ReplayConfig, StandInSummarizer, TenthsP99, median_of_sorted, p99_of_sorted,
+    replay_paths, tenths,
 };
 
 fn main() {
@@ -67,7 +68,7 @@ fn main() {
             "calls {:>4}-{:<4} median {:>6} us, p99 {:>6} us",
             run.start,
             run.end - 1,
-            sorted[sorted.len() / 2],
+            median_of_sorted(&sorted),
             p99
         );
     }
@@ -77,7 +78,7 @@ fn main() {
         "all {} conversations, {} calls: median {} us, p90 {} us, p99 {} us, total {} ms",
         best.len(),
         every.len(),
-        every[every.len() / 2],
+        median_of_sorted(&every),
         every[every.len() * 9 / 10],
         p99_of_sorted(&every),
         every.iter().sum::<u64>() / 1000
