@@ -13,8 +13,7 @@
 use std::path::PathBuf;
 use whittle_context::Summarizer;
 use whittle_replay::{
-    Policy, ReplayConfig, StandInSummarizer, TenthsP99, median_of_sorted, p99_of_sorted,
-    replay_paths, tenths,
+    Policy, ReplayConfig, StandInSummarizer, TenthsP99, median, p99_of_sorted, replay_paths, tenths,
 };
 
 fn main() {
@@ -62,13 +61,11 @@ fn main() {
     }
     let p99 = TenthsP99::of(longest).p99_us;
     for (run, p99) in tenths(longest.len()).zip(p99) {
-        let mut sorted = longest[run.clone()].to_vec();
-        sorted.sort_unstable();
         eprintln!(
             "calls {:>4}-{:<4} median {:>6} us, p99 {:>6} us",
             run.start,
             run.end - 1,
-            median_of_sorted(&sorted),
+            median(&longest[run.clone()]),
             p99
         );
     }
@@ -78,7 +75,7 @@ fn main() {
         "all {} conversations, {} calls: median {} us, p90 {} us, p99 {} us, total {} ms",
         best.len(),
         every.len(),
-        median_of_sorted(&every),
+        median(&every),
         every[every.len() * 9 / 10],
         p99_of_sorted(&every),
         every.iter().sum::<u64>() / 1000

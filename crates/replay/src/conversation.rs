@@ -18,7 +18,7 @@
 //! automatic ones stay the recording agent's own.
 
 use crate::calibration::{Calibration, Measured};
-use crate::call_times::{TenthsP99, median_of_sorted};
+use crate::call_times::{TenthsP99, median};
 use crate::import::Conversation;
 use crate::policy::{MASK_KEEP_RESULTS, Policy, ReplayConfig};
 use crate::prompt_cache::{CallTime, PromptCache, hash};
@@ -643,7 +643,7 @@ impl<'r, 's> Replayer<'r, 's> {
         report.pipeline_us_p99_by_tenth = TenthsP99::of(&times);
         report.pipeline_us_by_call = times.clone();
         times.sort_unstable();
-        report.pipeline_us_median = median_of_sorted(&times);
+        report.pipeline_us_median = median(&times);
         report.pipeline_us_median_all_calls = report.pipeline_us_median;
         report.pipeline_us_max = times.last().copied().unwrap_or(0);
         report.pipeline_us_total = times.iter().sum();

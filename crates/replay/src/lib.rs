@@ -49,7 +49,7 @@ mod stand_in;
 mod survival;
 
 pub use calibration::{Calibration, Measured, calibrate};
-pub use call_times::{TenthsP99, median_of_sorted, p99_of_sorted, tenths};
+pub use call_times::{TenthsP99, median, p99_of_sorted, tenths};
 pub use conversation::{replay_conversation, replay_recorded};
 pub use import::{
     Boundary, Conversation, Format, INTERRUPTED, ImportError, ImportedFile, MISSING_OPENING,

@@ -2,7 +2,7 @@
 //! `--json` for machines are both made from these.
 
 use crate::calibration::Measured;
-use crate::call_times::{TenthsP99, median_of_sorted};
+use crate::call_times::{TenthsP99, median};
 use crate::import::Conversation;
 use crate::recorded::RecordedCall;
 use crate::survival::Survival;
@@ -144,9 +144,7 @@ impl ReplayReport {
         self.pipeline_us_median = self.pipeline_us_median.max(other.pipeline_us_median);
         self.pipeline_us_by_call
             .extend_from_slice(&other.pipeline_us_by_call);
-        let mut sorted = self.pipeline_us_by_call.clone();
-        sorted.sort_unstable();
-        self.pipeline_us_median_all_calls = median_of_sorted(&sorted);
+        self.pipeline_us_median_all_calls = median(&self.pipeline_us_by_call);
         self.pipeline_us_max = self.pipeline_us_max.max(other.pipeline_us_max);
         self.pipeline_us_total += other.pipeline_us_total;
         self.ahead_us_total += other.ahead_us_total;
@@ -380,12 +378,10 @@ mod tests {
     use super::*;
 
     fn timed(calls: &[u64]) -> ReplayReport {
-        let mut sorted = calls.to_vec();
-        sorted.sort_unstable();
         ReplayReport {
             calls: calls.len() as u64,
-            pipeline_us_median: median_of_sorted(&sorted),
-            pipeline_us_median_all_calls: median_of_sorted(&sorted),
+            pipeline_us_median: median(calls),
+            pipeline_us_median_all_calls: median(calls),
             pipeline_us_by_call: calls.to_vec(),
             ..ReplayReport::default()
         }

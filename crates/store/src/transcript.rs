@@ -182,6 +182,10 @@ fn naming_saved_outputs(m: &Message, saved: &HashMap<String, SavedOutput>) -> Op
     let Content::Blocks(blocks) = m.content() else {
         return None;
     };
+    // Most messages have no saved output: no list of replacements for them.
+    if !m.tool_results().any(|r| saved.contains_key(&r.tool_use_id)) {
+        return None;
+    }
     let markers: Vec<Option<Block>> = blocks
         .iter()
         .map(|block| saved_marker(block, saved))

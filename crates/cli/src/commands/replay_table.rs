@@ -288,6 +288,7 @@ mod tests {
             over_window,
             steps: BTreeMap::from([("micro_compact".to_string(), 7)]),
             pipeline_us_median: 12,
+            pipeline_us_median_all_calls: 7,
             pipeline_us_max: 340,
             pipeline_us_total: 5_600,
             ahead_us_total: 1_250,
@@ -352,6 +353,8 @@ mod tests {
         assert_eq!(row("requests over the window"), ["0", "3"]);
         assert_eq!(row("micro_compact runs"), ["7", "7"]);
         assert_eq!(row("compact_history runs"), ["0", "0"]);
+        assert_eq!(row("median call, slowest conv."), ["12us", "12us"]);
+        assert_eq!(row("median call, all calls"), ["7us", "7us"]);
         assert_eq!(row("pipeline per call (max)"), ["340us", "340us"]);
         assert_eq!(row("pipeline in all"), ["5.6ms", "5.6ms"]);
         assert_eq!(row("work ahead (in all)"), ["1.2ms", "1.2ms"]);

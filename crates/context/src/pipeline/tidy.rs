@@ -6,6 +6,7 @@ use crate::history::{BlockRef, History};
 use crate::markers::{archive_marker, is_archive_marker};
 use crate::pairs::{safe_cut_at_or_after, safe_cut_at_or_before};
 use crate::{Block, Role, ToolResult};
+use std::borrow::Cow;
 use std::ops::Range;
 use std::path::PathBuf;
 use whittle_store::{
@@ -432,19 +433,18 @@ fn persist_preview(
         return Ok(None);
     };
     // An already-saved result keeps its file; the preview is of the file, not of the marker.
-    let (path, marker) = match cx.store.saved_path(result) {
+    let (path, source) = match cx.store.saved_path(result) {
         Some(p) => {
             let text = Store::read_persisted(&p)?;
-            let marker = persisted_output(&p, &Preview::head(&text, preview_chars), None);
-            (p, marker)
+            (p, Cow::Owned(text))
         }
         None => {
             let full = result.full_text();
             let saved = cx.store.persist_tool_result(&result.tool_use_id, &full)?;
-            let marker = persisted_output(&saved.path, &Preview::head(&full, preview_chars), None);
-            (saved.path, marker)
+            (saved.path, full)
         }
     };
+    let marker = persisted_output(&path, &Preview::head(&source, preview_chars), None);
     let new_chars = marker.chars().count();
     Ok(history
         .set_tool_result_content(at, marker)
