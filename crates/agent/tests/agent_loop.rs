@@ -422,6 +422,37 @@ async fn sessions_log_everything_and_resume_after_a_cut() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_session_opens_its_transcript_when_it_starts_and_says_when_it_cannot() {
+    let s = Setup::new().await;
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let log = agent.start_session().unwrap().to_path_buf();
+    let id = log.file_stem().unwrap().to_str().unwrap().to_owned();
+    let transcript = s
+        .workspace()
+        .join(".whittle/transcripts")
+        .join(format!("{id}.jsonl"));
+    // There before any compaction: the first one only appends.
+    assert_eq!(std::fs::read(&transcript).unwrap(), b"");
+
+    // A transcripts folder that cannot be made is found at the start.
+    let other = Setup::new().await;
+    std::fs::create_dir_all(other.workspace().join(".whittle")).unwrap();
+    std::fs::write(
+        other.workspace().join(".whittle/transcripts"),
+        "not a folder",
+    )
+    .unwrap();
+    let mut agent = other.agent(Limits::teaching(), MeterChoice::Chars);
+    let err = agent.start_session().unwrap_err();
+    assert!(matches!(err, AgentError::Transcript(_)), "{err:?}");
+    let line = err.to_string();
+    assert!(
+        line.contains("transcript") && !line.contains('\n'),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn cancelling_mid_tool_keeps_the_history_valid() {
     let s = Setup::new().await;
     s.server.push(

@@ -282,6 +282,11 @@ impl<'r, 's> Replayer<'r, 's> {
                 ))
             }
         };
+        if compactor.is_some() {
+            // As a session does when it starts. A folder that cannot be
+            // written fails again, and is reported, at the first compaction.
+            let _ = store.open_transcript();
+        }
         let report = ReplayReport {
             conversation: id.to_string(),
             policy: policy.name().to_string(),

@@ -137,6 +137,16 @@ impl Store {
         self.lock().transcript = Transcript::new(transcript_file(&self.root, name));
     }
 
+    /// Opens this store's transcript now (creating it and its folder if
+    /// need be) rather than at the first compaction. A session does so when
+    /// it starts or resumes: a folder that cannot be written is found
+    /// before any work is done, and the first compaction spends its time
+    /// archiving, not creating a folder and a file or, resumed, reading the
+    /// whole transcript back to count its lines.
+    pub fn open_transcript(&self) -> Result<(), StoreError> {
+        self.lock().transcript.ensure_open()
+    }
+
     /// The directory everything is saved under, so a harness can say where
     /// a session's outputs went.
     pub fn root(&self) -> &Path {

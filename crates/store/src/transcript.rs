@@ -133,6 +133,11 @@ impl Transcript {
         &self.path
     }
 
+    /// Opens the file now if it is not open yet.
+    pub(super) fn ensure_open(&mut self) -> Result<(), StoreError> {
+        self.open().map(|_| ())
+    }
+
     /// The open file, opened on first use.
     fn open(&mut self) -> Result<&mut OpenTranscript, StoreError> {
         let open = match self.open.take() {
@@ -272,6 +277,31 @@ mod tests {
         let read = Store::read_transcript(&span.path).unwrap();
         assert_eq!(read.len(), 4);
         assert_eq!(read[3], Message::assistant("d"));
+    }
+
+    #[test]
+    fn opened_ahead_a_resumed_transcript_is_healed_and_counted_before_any_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::with_transcript_name(dir.path(), "s1");
+        store.open_transcript().unwrap();
+        let path = dir.path().join("transcripts/s1.jsonl");
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        store
+            .archive(&[Message::user("a"), Message::user("b")])
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"role\":\"us").unwrap();
+        let resumed = Store::with_transcript_name(dir.path(), "s1");
+        resumed.open_transcript().unwrap();
+        // Healed when opened, not at the first archive; opening again is a no-op.
+        assert!(std::fs::read(&path).unwrap().ends_with(b"}\n"));
+        resumed.open_transcript().unwrap();
+        let span = resumed.archive(&[Message::assistant("c")]).unwrap();
+        assert_eq!((span.first_line, span.last_line), (3, 3));
+        assert_eq!(Store::read_transcript(&path).unwrap().len(), 3);
     }
 
     #[test]

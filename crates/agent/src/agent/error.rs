@@ -45,6 +45,10 @@ pub enum AgentError {
     /// A tool output could not be saved in the store before it was logged.
     #[error("could not save a tool output before logging it: {0}")]
     Store(#[from] StoreError),
+    /// The session's transcript (where compaction archives messages)
+    /// could not be opened when the session started.
+    #[error("could not open the session's transcript: {0}")]
+    Transcript(StoreError),
     /// A checkpoint could not be restored (a rewind).
     #[error(transparent)]
     Checkpoint(whittle_checkpoint::CheckpointError),

@@ -196,6 +196,10 @@ impl Agent {
         let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?
             .redacting(self.config.redactor.clone());
         self.compactor.store().name_transcript(writer.id());
+        self.compactor
+            .store()
+            .open_transcript()
+            .map_err(AgentError::Transcript)?;
         Ok(self.session.insert(writer).path())
     }
 
@@ -207,6 +211,10 @@ impl Agent {
     pub fn resume_session(&mut self, path: &Path) -> Result<Resumed, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
         self.compactor.store().name_transcript(writer.id());
+        self.compactor
+            .store()
+            .open_transcript()
+            .map_err(AgentError::Transcript)?;
         self.session = Some(writer.redacting(self.config.redactor.clone()));
         self.history = History::new(state.history);
         self.history.set_archived(state.archived);
