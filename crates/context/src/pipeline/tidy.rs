@@ -335,27 +335,37 @@ pub fn cache_anchor(history: &History, cx: &Ctx) -> Option<usize> {
 
 /// The smallest size (meter units) micro_compact and fit_tool_results could
 /// reach together, by the same eligibility rules, without changing anything.
+/// micro_compact does nothing unless it frees `clear_at_least`; then the
+/// results it would replace only shrink as fit_tool_results shrinks them.
+/// (Counted as replaced, the floor promised a size the steps could not
+/// reach: they rewrote the cached prefix, and the summary that followed in
+/// the same call paid for its whole input again.)
 pub fn tidy_floor(history: &History, cx: &Ctx) -> u64 {
     let seen_before = history.last_assistant_index().unwrap_or(0);
     let refs = history.tool_result_refs();
     let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
     let fit_size = cx.limits.fit_preview_chars + 400;
-    let mut reducible = 0usize;
+    // Freed by fit alone, and what micro_compact frees beyond that.
+    let mut by_fit = 0usize;
+    let mut by_micro = 0usize;
+    let mut micro_frees = 0usize;
     for (k, at) in refs.iter().enumerate() {
         let Some(result) = history.block(*at).and_then(Block::as_tool_result) else {
             continue;
         };
         let chars = result.content_chars();
+        let fit = chars - chars.min(fit_size);
+        by_fit += fit;
         let replaceable = k < protected_from
             && at.message < seen_before
             && chars > cx.limits.placeholder_floor_chars;
-        let after = if replaceable {
-            chars.min(200)
-        } else {
-            chars.min(fit_size)
-        };
-        reducible += chars - after;
+        if replaceable {
+            by_micro += chars - chars.min(200) - fit;
+            micro_frees += chars.saturating_sub(200);
+        }
     }
+    let micro_runs = cx.meter.chars_to_units(micro_frees) >= cx.limits.clear_at_least;
+    let reducible = by_fit + if micro_runs { by_micro } else { 0 };
     cx.measure(history)
         .saturating_sub(cx.meter.chars_to_units(reducible))
 }
