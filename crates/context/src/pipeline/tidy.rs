@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::PathBuf;
 use whittle_store::{
-    ArchivedSpan, Preview, Store, StoreError, looks_saved, persisted_output, saved_placeholder,
+    ArchivedSpan, Preview, Store, StoreError, is_saved_placeholder, looks_saved, persisted_output,
+    saved_placeholder,
 };
 
 /// Step 1. If the newest user message's tool_results together exceed the
@@ -191,6 +192,10 @@ pub fn micro_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     micro_compact_now(history, cx, Trigger::OverLimit)
 }
 
+/// The longest a result that looks like a marker can be and still be
+/// taken for one by its text (a placeholder is about 200 characters).
+const PLACEHOLDER_MAX_CHARS: usize = 300;
+
 /// The tool results micro_compact looks at, oldest first, with their size:
 /// seen by the model (before the newest assistant message), not among the
 /// newest `keep_recent_results`, and above the placeholder floor.
@@ -223,6 +228,14 @@ pub(super) fn micro_candidates(
     let mut candidates = Vec::new();
     let mut freeable = 0usize;
     for (at, result, chars) in old_results(history, cx) {
+        // A placeholder already, by its text: skipped without asking the
+        // file system (one call per placeholder of a long session, on
+        // every micro_compact). One that only imitates a placeholder stays
+        // as it is, which loses nothing.
+        if chars <= PLACEHOLDER_MAX_CHARS && result.content_str().is_some_and(is_saved_placeholder)
+        {
+            continue;
+        }
         let saved = cx.store.saved_path(result);
         if saved
             .as_ref()
@@ -247,7 +260,7 @@ pub(super) fn micro_estimate(history: &History, cx: &Ctx) -> Option<(usize, usiz
     let mut freeable = 0usize;
     for (at, result, chars) in old_results(history, cx) {
         // A placeholder is about 200 characters: one is not replaced again.
-        if chars <= 300 && looks_saved(result) {
+        if chars <= PLACEHOLDER_MAX_CHARS && looks_saved(result) {
             continue;
         }
         freeable += chars.saturating_sub(200);
