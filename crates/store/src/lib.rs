@@ -28,6 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod atomic;
 mod error;
 mod hash;
 mod output;
@@ -36,6 +37,7 @@ mod saved;
 mod store;
 mod transcript;
 
+pub use atomic::write_atomic;
 pub use error::StoreError;
 pub use hash::ContentHash;
 pub use output::{CapturedOutput, OutputWriter};
@@ -44,5 +46,5 @@ pub use placeholder::{
     saved_placeholder,
 };
 pub use saved::SavedOutput;
-pub use store::{Store, write_atomic};
+pub use store::Store;
 pub use transcript::{ArchivedSpan, WrittenLine};

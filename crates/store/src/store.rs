@@ -10,6 +10,7 @@
 //! each archived message written once and naming saved outputs rather than
 //! copying them (see [`Store::archive`]).
 
+use crate::atomic::write_atomic;
 use crate::error::{StoreError, io_err};
 use crate::hash::ContentHash;
 use crate::placeholder::saved_path_text;
@@ -17,7 +18,7 @@ use crate::saved::SavedOutput;
 use crate::transcript::{self, ArchivedSpan, Transcript, WrittenLine};
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -437,13 +438,6 @@ impl Store {
     }
 }
 
-/// This process's id, asked of the system once (a system call each time
-/// otherwise, and a temporary file name needs it on every save).
-fn process_id() -> u32 {
-    static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *ID.get_or_init(std::process::id)
-}
-
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
 fn now_ms() -> u128 {
     std::time::SystemTime::now()
@@ -507,36 +501,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
-}
-
-/// Writes `bytes` to `path` so that readers see the old file or the new one,
-/// never a partial write: a temporary file in the same directory, then rename.
-///
-/// This is the workspace's one atomic-write routine; tools and sessions use it too.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}-{seq}", process_id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.flush()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

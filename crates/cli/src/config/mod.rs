@@ -4,12 +4,14 @@
 //!
 //! Its submodules turn settings into the things a session runs with: the
 //! provider (`providers`), the agent (`setup`), the sandbox (`sandboxing`),
-//! and what a workspace may widen once the person trusts it (`trust`).
+//! what a workspace may widen once the person trusts it (`trust`), and
+//! whittle's own folder in it (`state_dir`).
 
 pub(crate) mod file;
 pub(crate) mod providers;
 pub(crate) mod sandboxing;
 pub(crate) mod setup;
+pub(crate) mod state_dir;
 pub(crate) mod trust;
 
 use crate::args::{AgentArgs, Preset, SandboxMode};
@@ -142,6 +144,9 @@ pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
 /// named in [`Settings::withheld`].
 pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow::Result<Settings> {
     let workspace = workspace(args.cwd.as_deref())?;
+    if !args.trust_project && !trust::is_trusted(env, &workspace) {
+        state_dir::refuse_links(&workspace)?;
+    }
     let mut layers = Vec::new();
     if let Some(path) = user_config_path(env)
         && let Some(config) = read_file_config(&path)?

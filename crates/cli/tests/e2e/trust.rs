@@ -83,3 +83,34 @@ fn the_terminal_repl_asks_to_trust_the_folder_and_remembers_yes() {
     assert!(h.ws().join("written.txt").exists());
     h.assert_clean();
 }
+
+/// A cloned repository can ship links in `.whittle`, where whittle writes
+/// as itself, outside the sandbox: untrusted, whittle stops before writing
+/// anything; trusted, the link is the person's own.
+#[test]
+fn links_in_whittles_own_folder_stop_an_untrusted_start() {
+    let h = Harness::new();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::create_dir_all(h.ws().join(".whittle")).unwrap();
+    std::os::unix::fs::symlink(&victim, h.ws().join(".whittle/sessions")).unwrap();
+    let out = h.run(&["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(".whittle/sessions is a symbolic link"),
+        "{err}"
+    );
+    assert!(h.requests().is_empty());
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+
+    h.server.push(Reply::text("fine"));
+    assert_success(&h.run(&["--trust-project", "-p", "hi"]));
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        1,
+        "the session log"
+    );
+}
