@@ -542,3 +542,56 @@ fn a_result_that_reads_as_a_placeholder_is_left_as_it_is_and_never_trusted() {
     let r = h.messages()[2].tool_results().next().unwrap();
     assert_eq!(c.store().saved_path(r), None);
 }
+
+#[test]
+fn a_cold_cache_tidies_what_a_warm_one_would_summarize() {
+    // Four old 6,000-char results: replacing them frees less than
+    // clear_at_least, so with a warm cache micro_compact does not run and
+    // fitting alone cannot reach the limit; with a cold one micro_compact
+    // replaces every old result, and that reaches it without a summary.
+    let mut limits = Limits::tokens(TokenBudget::new(40_000, 4_000));
+    limits.keep_recent_results = 1;
+    let cache = |idle_ms| whittle_context::CacheState {
+        prices: whittle_context::CachePrices::ANTHROPIC_5M,
+        ttl_ms: 300_000,
+        idle_ms: Some(idle_ms),
+        calls_so_far: 10,
+    };
+    let mut summarized = Vec::new();
+    for filler in (100..=116).map(|k| k * 1_000) {
+        let build = || {
+            let mut h = History::new(vec![Message::user("task")]);
+            h.push(Message::assistant(file_text(99, filler)));
+            h.push(Message::user("go on"));
+            for i in 0..5 {
+                h.push(read_call(&format!("t{i}"), "f"));
+                h.push(result(&format!("t{i}"), file_text(i, 6_000)));
+            }
+            h.push(Message::assistant("next"));
+            h.push(Message::user("go on"));
+            h
+        };
+        for (idle, cold) in [(1_000, false), (600_000, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut c = Compactor::new(
+                limits.clone(),
+                Store::new(dir.path()),
+                Box::new(TokenMeter::default()),
+            );
+            c.set_cache_state(Some(cache(idle)));
+            let mut h = build();
+            if c.measure(&h) <= limits.context_limit {
+                continue;
+            }
+            let mut s = Recording::default();
+            let outcome = c.prepare(&mut h, "task", &mut s);
+            assert!(!outcome.over_limit, "{filler} cold={cold}: {outcome:?}");
+            if !s.calls.is_empty() {
+                summarized.push((filler, cold));
+            }
+        }
+    }
+    // Some sizes need a summary when warm; none of them when cold.
+    assert!(summarized.iter().any(|(_, cold)| !cold), "{summarized:?}");
+    assert!(summarized.iter().all(|(_, cold)| !cold), "{summarized:?}");
+}

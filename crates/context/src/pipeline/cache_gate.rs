@@ -8,7 +8,7 @@ use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
 use super::summary::{marker_floor_chars, marker_without_ledger_chars};
 use super::tidy::{
-    micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor,
+    micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor_with,
 };
 use crate::history::History;
 use crate::limits::Limits;
@@ -115,7 +115,7 @@ pub(super) fn compaction_pays(
     let size = cx.measure(history);
     if size <= cx.limits.context_limit
         || size > cx.limits.hard_limit()
-        || tidy_floor(history, cx) <= cx.limits.context_limit
+        || tidy_floor_with(history, cx, cache.cold()) <= cx.limits.context_limit
     {
         return true;
     }

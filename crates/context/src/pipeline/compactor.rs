@@ -12,7 +12,8 @@ use super::progress::Progress;
 use super::report::{StepReport, Trigger};
 use super::summary::{start_compact_history, start_reactive_compact};
 use super::tidy::{
-    cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor, tool_result_budget,
+    cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor_with,
+    tool_result_budget,
 };
 use crate::history::History;
 use crate::limits::Limits;
@@ -136,7 +137,7 @@ impl Compactor {
 
     /// Runs every step in the fixed order, each only if its trigger holds,
     /// and summarizes only if the context is still over the limit after the
-    /// first four. When [`tidy_floor`] shows that micro_compact and
+    /// first four. When [`tidy_floor`](super::tidy_floor) shows that micro_compact and
     /// fit_tool_results together could not reach the limit, they are skipped
     /// (and run only if the summary fails): editing results that are about to
     /// be summarized would only hide them from the summarizer. Never loops:
@@ -191,7 +192,9 @@ impl Compactor {
         // When replacing results cannot reach the limit, summarize the history
         // as it is: the summarizer sees every result, and the provider's
         // cached prefix (the previous request) still matches it.
-        let summarize_first = cx.measure(history) > limit && tidy_floor(history, &cx) > limit;
+        let clears_all = cache.is_some_and(|c| c.cold());
+        let summarize_first =
+            cx.measure(history) > limit && tidy_floor_with(history, &cx, clears_all) > limit;
         if !summarize_first {
             reports.extend(match &cache {
                 Some(c) => micro_compact_cached(history, &cx, c),

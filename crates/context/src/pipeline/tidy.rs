@@ -354,6 +354,13 @@ pub fn cache_anchor(history: &History, cx: &Ctx) -> Option<usize> {
 /// reach: they rewrote the cached prefix, and the summary that followed in
 /// the same call paid for its whole input again.)
 pub fn tidy_floor(history: &History, cx: &Ctx) -> u64 {
+    tidy_floor_with(history, cx, false)
+}
+
+/// [`tidy_floor`], where `clears_all` says micro_compact replaces every old
+/// result whatever that frees: under the cache model when the cache is
+/// cold (the whole request is written anyway).
+pub(super) fn tidy_floor_with(history: &History, cx: &Ctx, clears_all: bool) -> u64 {
     let seen_before = history.last_assistant_index().unwrap_or(0);
     let refs = history.tool_result_refs();
     let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
@@ -377,7 +384,7 @@ pub fn tidy_floor(history: &History, cx: &Ctx) -> u64 {
             micro_frees += chars.saturating_sub(200);
         }
     }
-    let micro_runs = cx.meter.chars_to_units(micro_frees) >= cx.limits.clear_at_least;
+    let micro_runs = clears_all || cx.meter.chars_to_units(micro_frees) >= cx.limits.clear_at_least;
     let reducible = by_fit + if micro_runs { by_micro } else { 0 };
     cx.measure(history)
         .saturating_sub(cx.meter.chars_to_units(reducible))
