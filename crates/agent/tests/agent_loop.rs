@@ -445,6 +445,9 @@ async fn a_session_opens_its_transcript_when_it_starts_and_says_when_it_cannot()
     let mut agent = other.agent(Limits::teaching(), MeterChoice::Chars);
     let err = agent.start_session().unwrap_err();
     assert!(matches!(err, AgentError::Transcript(_)), "{err:?}");
+    // No session log is left for --continue to pick.
+    let sessions = other.workspace().join(".whittle/sessions");
+    assert_eq!(std::fs::read_dir(&sessions).unwrap().count(), 0);
     let line = err.to_string();
     assert!(
         line.contains("transcript") && !line.contains('\n'),

@@ -1,7 +1,7 @@
 //! Whole-file writes that readers see all or nothing of.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, OpenOptions};
+use std::fs::{self, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,12 +18,26 @@ const ATTEMPTS: usize = 16;
 /// the agent writes outside the sandbox) is not followed, so the write
 /// cannot land outside the folder. If a name is taken, another is tried.
 ///
-/// This is the workspace's one atomic-write routine; tools and sessions use it too.
+/// Tools and sessions write through it too; only the checkpoint store has
+/// its own (also `create_new`), to depend on no other crate of whittle.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with_permissions(path, bytes, None)
+}
+
+/// [`write_atomic`], giving the new file `permissions` before any byte is
+/// written: replacing a `0600` file never leaves its new content readable
+/// by others, even for a moment, and nothing is changed through the path
+/// after the rename.
+pub fn write_atomic_with_permissions(
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<Permissions>,
+) -> io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    write_atomic_via(path, bytes, (0..ATTEMPTS).map(|_| temp_name(name)))
+    let names = (0..ATTEMPTS).map(|_| temp_name(name));
+    write_atomic_via(path, bytes, permissions, names)
 }
 
 /// Temporary files made so far by this process.
@@ -53,6 +67,7 @@ fn temp_name(name: &OsStr) -> OsString {
 fn write_atomic_via(
     path: &Path,
     bytes: &[u8],
+    permissions: Option<Permissions>,
     names: impl IntoIterator<Item = OsString>,
 ) -> io::Result<()> {
     let dir = match path.parent() {
@@ -70,8 +85,9 @@ fn write_atomic_via(
             }
             Err(e) => return Err(e),
         };
-        let result = file
-            .write_all(bytes)
+        let result = permissions
+            .map_or(Ok(()), |p| file.set_permissions(p))
+            .and_then(|()| file.write_all(bytes))
             .and_then(|()| file.flush())
             .and_then(|()| {
                 drop(file);
@@ -103,6 +119,18 @@ mod tests {
     }
 
     #[test]
+    fn the_permissions_given_are_the_new_files_from_the_start() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        let private = Permissions::from_mode(0o600);
+        write_atomic_with_permissions(&path, b"KEY=1", Some(private)).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(fs::read(&path).unwrap(), b"KEY=1");
+    }
+
+    #[test]
     fn a_link_planted_at_the_temporary_name_is_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
@@ -111,7 +139,7 @@ mod tests {
         symlink(&victim, dir.path().join(".file.planted")).unwrap();
         let path = dir.path().join("file");
         let names = [".file.planted", ".file.fresh"].map(OsString::from);
-        write_atomic_via(&path, b"new", names).unwrap();
+        write_atomic_via(&path, b"new", None, names).unwrap();
         assert_eq!(fs::read(&victim).unwrap(), b"mine");
         assert_eq!(fs::read(&path).unwrap(), b"new");
         let planted = fs::symlink_metadata(dir.path().join(".file.planted")).unwrap();
@@ -126,7 +154,8 @@ mod tests {
         fs::write(&victim, "mine").unwrap();
         symlink(&victim, dir.path().join(".file.planted")).unwrap();
         let path = dir.path().join("file");
-        let err = write_atomic_via(&path, b"new", [OsString::from(".file.planted")]).unwrap_err();
+        let err =
+            write_atomic_via(&path, b"new", None, [OsString::from(".file.planted")]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&victim).unwrap(), b"mine");
         assert!(!path.exists());

@@ -37,7 +37,7 @@ mod saved;
 mod store;
 mod transcript;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_atomic_with_permissions};
 pub use error::StoreError;
 pub use hash::ContentHash;
 pub use output::{CapturedOutput, OutputWriter};

@@ -67,6 +67,8 @@ struct Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        // Opened when the session started, written to by no compaction.
+        self.transcript.remove_if_empty();
         if self.unnamed_ahead.is_empty() {
             return;
         }

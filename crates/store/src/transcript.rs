@@ -133,6 +133,21 @@ impl Transcript {
         &self.path
     }
 
+    /// Removes the file if this store opened it and it is still empty: a
+    /// session that never compacted leaves no transcript behind. Checked
+    /// through the open file, so lines another writer appended keep it.
+    pub(super) fn remove_if_empty(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let empty = open.lines == 0 && open.file.metadata().is_ok_and(|m| m.len() == 0);
+        drop(open);
+        if empty {
+            // Best effort: an empty file left behind is only a file too many.
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+
     /// Opens the file now if it is not open yet.
     pub(super) fn ensure_open(&mut self) -> Result<(), StoreError> {
         self.open().map(|_| ())
@@ -302,6 +317,22 @@ mod tests {
         let span = resumed.archive(&[Message::assistant("c")]).unwrap();
         assert_eq!((span.first_line, span.last_line), (3, 3));
         assert_eq!(Store::read_transcript(&path).unwrap().len(), 3);
+        drop(resumed);
+        assert!(path.exists(), "a transcript with lines stays");
+    }
+
+    #[test]
+    fn a_transcript_opened_and_never_written_goes_with_its_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::with_transcript_name(dir.path(), "s1");
+        store.open_transcript().unwrap();
+        let path = store.transcript_path();
+        assert!(path.exists());
+        let clone = store.clone();
+        drop(store);
+        assert!(path.exists(), "a clone still holds it");
+        drop(clone);
+        assert!(!path.exists());
     }
 
     #[test]

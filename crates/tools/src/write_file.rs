@@ -64,14 +64,10 @@ fn write_target(path: &Path) -> PathBuf {
 }
 
 /// Writes atomically and keeps the old file's permissions (an executable
-/// script stays executable).
+/// script stays executable, a private one private from the first byte).
 fn write_preserving(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let old_perms = fs::metadata(path).ok().map(|m| m.permissions());
-    whittle_store::write_atomic(path, bytes)?;
-    if let Some(perms) = old_perms {
-        fs::set_permissions(path, perms)?;
-    }
-    Ok(())
+    whittle_store::write_atomic_with_permissions(path, bytes, old_perms)
 }
 
 impl TypedTool for WriteFileTool {

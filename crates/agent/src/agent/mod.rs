@@ -196,10 +196,12 @@ impl Agent {
         let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?
             .redacting(self.config.redactor.clone());
         self.compactor.store().name_transcript(writer.id());
-        self.compactor
-            .store()
-            .open_transcript()
-            .map_err(AgentError::Transcript)?;
+        if let Err(e) = self.compactor.store().open_transcript() {
+            // A log with a header alone would be the newest session to
+            // continue. Best effort: the error is what matters.
+            let _ = std::fs::remove_file(writer.path());
+            return Err(AgentError::Transcript(e));
+        }
         Ok(self.session.insert(writer).path())
     }
 

@@ -7,6 +7,7 @@
 //! stops whittle at start-up.
 
 use anyhow::bail;
+use std::fs::FileType;
 use std::path::Path;
 
 /// What whittle writes in `.whittle`: folders and the files it appends to.
@@ -21,60 +22,82 @@ const WRITTEN: &[&str] = &[
     "repl-history",
 ];
 
-/// Entries looked at in all, at most: a bound on the start-up time in a
-/// folder with a long history. A link past it is not found.
-const MAX_ENTRIES: usize = 200_000;
+/// Entries looked at in all, at most: a bound on the start-up time. A
+/// folder with more is refused rather than passed unchecked (padding must
+/// not hide a link).
+const MAX_ENTRIES: usize = 500_000;
 
-/// Fails, naming the link, if `.whittle` in `workspace` is a link or holds
-/// one where whittle writes.
+/// Fails, naming it, if `.whittle` in `workspace` is a link, or holds a
+/// link or anything but plain files and folders where whittle writes (a
+/// FIFO there would hang the start or the first write).
 pub fn refuse_links(workspace: &Path) -> anyhow::Result<()> {
+    refuse_links_within(workspace, MAX_ENTRIES)
+}
+
+/// [`refuse_links`], looking at `max_entries` inside the places at most.
+fn refuse_links_within(workspace: &Path, max_entries: usize) -> anyhow::Result<()> {
     let root = workspace.join(".whittle");
     let Ok(meta) = std::fs::symlink_metadata(&root) else {
         return Ok(());
     };
-    let mut stack = Vec::new();
-    if meta.file_type().is_symlink() {
-        return refuse(workspace, &root);
+    let kind = meta.file_type();
+    refuse_unless_plain(workspace, &root, kind)?;
+    if !kind.is_dir() {
+        bail!(".whittle is not a folder: whittle keeps its sessions and saved outputs there");
     }
-    if meta.is_dir() {
-        stack.extend(WRITTEN.iter().map(|name| root.join(name)));
+    // The places themselves first: nothing put beside them can hide them.
+    let mut stack = Vec::new();
+    for name in WRITTEN {
+        let path = root.join(name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            refuse_unless_plain(workspace, &path, meta.file_type())?;
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
     }
     let mut seen = 0usize;
-    while let Some(path) = stack.pop() {
-        seen += 1;
-        if seen > MAX_ENTRIES {
-            break;
-        }
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        if meta.file_type().is_symlink() {
-            return refuse(workspace, &path);
-        }
-        if meta.is_dir()
-            && let Ok(entries) = std::fs::read_dir(&path)
-        {
-            for entry in entries.flatten() {
-                // The listing's type, without a system call per entry.
-                match entry.file_type() {
-                    Ok(t) if t.is_symlink() => return refuse(workspace, &entry.path()),
-                    Ok(t) if t.is_dir() => stack.push(entry.path()),
-                    _ => seen += 1,
-                }
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > max_entries {
+                bail!(
+                    ".whittle holds more than {max_entries} files, too many to check for links \
+                     before whittle writes there; remove old sessions or outputs"
+                );
+            }
+            // The listing's type, without a system call per entry.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            refuse_unless_plain(workspace, &entry.path(), kind)?;
+            if kind.is_dir() {
+                stack.push(entry.path());
             }
         }
     }
     Ok(())
 }
 
-fn refuse(workspace: &Path, link: &Path) -> anyhow::Result<()> {
-    let shown = link.strip_prefix(workspace).unwrap_or(link);
-    bail!(
-        "{} is a symbolic link: whittle writes its sessions and saved outputs in .whittle, \
-         outside the sandbox, and will not follow a link a repository could have shipped \
-         (remove it, or trust this folder with --trust-project)",
-        shown.display()
-    )
+fn refuse_unless_plain(workspace: &Path, path: &Path, kind: FileType) -> anyhow::Result<()> {
+    let shown = path.strip_prefix(workspace).unwrap_or(path).display();
+    if kind.is_symlink() {
+        bail!(
+            "{shown} is a symbolic link: whittle writes its sessions and saved outputs in \
+             .whittle as itself, outside the sandbox, and will not follow a link a repository \
+             could have shipped; remove it"
+        );
+    }
+    if !kind.is_dir() && !kind.is_file() {
+        bail!(
+            "{shown} is neither a file nor a folder (a pipe or a device): whittle writes there; \
+             remove it"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -115,6 +138,42 @@ mod tests {
             );
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn a_pipe_where_whittle_writes_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".whittle")).unwrap();
+        let fifo = ws.path().join(".whittle/repl-history");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = refuse_links(ws.path()).unwrap_err().to_string();
+        assert!(err.starts_with(".whittle/repl-history is neither"), "{err}");
+    }
+
+    #[test]
+    fn files_put_before_a_link_do_not_hide_it() {
+        let outside = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let reports = ws.path().join(".whittle/reports");
+        std::fs::create_dir_all(&reports).unwrap();
+        for i in 0..100 {
+            std::fs::write(reports.join(format!("r{i}.html")), "").unwrap();
+        }
+        // Past the bound, the folder is refused, not passed.
+        symlink(outside.path(), reports.join("zz")).unwrap();
+        let err = refuse_links_within(ws.path(), 50).unwrap_err().to_string();
+        assert!(err.contains("more than 50 files"), "{err}");
+        // The places themselves are checked before any walk.
+        symlink(outside.path(), ws.path().join(".whittle/sessions")).unwrap();
+        let err = refuse_links_within(ws.path(), 50).unwrap_err().to_string();
+        assert!(
+            err.starts_with(".whittle/sessions is a symbolic link"),
+            "{err}"
+        );
     }
 
     #[test]
