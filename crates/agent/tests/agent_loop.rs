@@ -518,3 +518,38 @@ async fn known_secrets_are_redacted_from_tool_results_and_the_session_log() {
     let log = std::fs::read_to_string(agent.session_path().unwrap()).unwrap();
     assert!(log.contains("[REDACTED]") && !log.contains(secret));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_transcript_is_reported_on_resume_and_never_renumbered() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("A long tale. ".repeat(5_000)));
+    s.server.push(Reply::text(
+        "The user asked for a story; a long one was told.",
+    ));
+    s.server.push(Reply::text("Short tale."));
+    let mut agent = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let log = agent.start_session().unwrap().to_path_buf();
+    run(&mut agent, "tell a story").await.0.unwrap();
+    run(&mut agent, "now a shorter one").await.0.unwrap();
+    let id = log.file_stem().unwrap().to_str().unwrap().to_owned();
+    let transcripts = s.workspace().join(".whittle/transcripts");
+    let lost = transcripts.join(format!("{id}.jsonl"));
+    assert!(
+        std::fs::metadata(&lost).unwrap().len() > 0,
+        "the summary archived there"
+    );
+    drop(agent);
+    std::fs::remove_file(&lost).unwrap();
+
+    let mut resumed = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let problems = resumed.resume_session(&log).unwrap().problems;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("is missing") && p.contains(&id)),
+        "{problems:?}"
+    );
+    // The old name stays free: its line numbers mean the lost lines.
+    assert!(!lost.exists());
+    assert!(transcripts.join(format!("{id}-after-loss.jsonl")).exists());
+}

@@ -212,11 +212,21 @@ impl Agent {
     /// gone missing are reported, not fatal.
     pub fn resume_session(&mut self, path: &Path) -> Result<Resumed, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
-        self.compactor.store().name_transcript(writer.id());
-        self.compactor
-            .store()
-            .open_transcript()
-            .map_err(AgentError::Transcript)?;
+        let mut problems = state.problems;
+        let store = self.compactor.store();
+        store.name_transcript(writer.id());
+        let transcript = store.transcript_path();
+        if !transcript.exists() && names_path(&state.history, &transcript) {
+            // New lines would take the numbers the history's markers give
+            // the lost ones, and recall would answer with the wrong
+            // messages: later compactions write to a transcript of their own.
+            problems.push(format!(
+                "the transcript {} is missing: what the summaries archived there cannot be read back",
+                transcript.display()
+            ));
+            store.name_transcript(&format!("{}-after-loss", writer.id()));
+        }
+        store.open_transcript().map_err(AgentError::Transcript)?;
         self.session = Some(writer.redacting(self.config.redactor.clone()));
         self.history = History::new(state.history);
         self.history.set_archived(state.archived);
@@ -237,7 +247,7 @@ impl Agent {
         }
         Ok(Resumed {
             repairs: state.repairs,
-            problems: state.problems,
+            problems,
         })
     }
 
@@ -376,4 +386,11 @@ fn output_limits(limits: &Limits) -> OutputLimits {
 /// Characters every request carries besides the messages.
 fn overhead_chars(system: &str, tools: &[ToolSpec]) -> usize {
     system.chars().count() + whittle_protocol::json_chars(tools)
+}
+
+/// Whether a message of `history` names `path` (a compaction marker naming
+/// the transcript it archived to).
+fn names_path(history: &[Message], path: &Path) -> bool {
+    let path = path.to_string_lossy();
+    history.iter().any(|m| m.text().contains(path.as_ref()))
 }
