@@ -130,14 +130,26 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"KEY=1");
     }
 
-    #[test]
-    fn a_link_planted_at_the_temporary_name_is_not_followed() {
+    /// A folder with a link at `.file.planted` to a file outside holding
+    /// "mine": the folder, the outside one, the victim, and `file` to write.
+    fn planted() -> (
+        tempfile::TempDir,
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::path::PathBuf,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let victim = outside.path().join("bashrc");
         fs::write(&victim, "mine").unwrap();
         symlink(&victim, dir.path().join(".file.planted")).unwrap();
         let path = dir.path().join("file");
+        (dir, outside, victim, path)
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_not_followed() {
+        let (dir, _outside, victim, path) = planted();
         let names = [".file.planted", ".file.fresh"].map(OsString::from);
         write_atomic_via(&path, b"new", None, names).unwrap();
         assert_eq!(fs::read(&victim).unwrap(), b"mine");
@@ -148,12 +160,7 @@ mod tests {
 
     #[test]
     fn every_name_taken_is_an_error_that_writes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("bashrc");
-        fs::write(&victim, "mine").unwrap();
-        symlink(&victim, dir.path().join(".file.planted")).unwrap();
-        let path = dir.path().join("file");
+        let (_dir, _outside, victim, path) = planted();
         let err =
             write_atomic_via(&path, b"new", None, [OsString::from(".file.planted")]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
