@@ -6,8 +6,9 @@
 //!   to the next, such as a ledger to record again after a result was
 //!   replaced by its preview, is measured too): the common case, whose cost
 //!   must not grow with the history;
-//! - steady_ahead: the same, with the work a harness does while the model
-//!   answers (`Compactor::prepare_ahead`) after each call, not measured;
+//! - steady_ahead: the same, with the work a harness does off the call's
+//!   path not measured: its tools save big outputs while they run, and
+//!   `Compactor::prepare_ahead` runs while the model answers;
 //! - first_compaction: the first time the history goes over the limit.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -63,6 +64,22 @@ fn history(messages: usize) -> History {
     h
 }
 
+/// What the agent's tools do with an output past `persist_results_above`:
+/// saved while it streams, before the pipeline sees it (replay's
+/// `save_outputs_as_tools_do`), so the call only names the file.
+fn save_as_tools_do(c: &Compactor, m: &Message) {
+    let Some(above) = c.limits().persist_results_above else {
+        return;
+    };
+    for result in m.tool_results() {
+        if result.content_chars() > above {
+            c.store()
+                .save_ahead(&result.tool_use_id, &result.full_text())
+                .unwrap();
+        }
+    }
+}
+
 fn compactor(dir: &std::path::Path) -> Compactor {
     let limits = Limits::tokens(TokenBudget::new(1_000_000, 32_000));
     Compactor::new(limits, Store::new(dir), Box::new(TokenMeter::default()))
@@ -102,6 +119,9 @@ fn bench(c: &mut Criterion) {
                         }
                         next += 2;
                         for m in turn(next) {
+                            if ahead {
+                                save_as_tools_do(&steady, &m);
+                            }
                             h.push(m);
                         }
                         let start = std::time::Instant::now();

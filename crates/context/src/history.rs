@@ -278,6 +278,12 @@ impl History {
         self.ahead_upto = self.messages.len();
     }
 
+    /// Checkpoints of the ledgers as they are now, where one is due: work
+    /// ahead, after they were brought up to date (see `LedgerMemo`).
+    pub(crate) fn checkpoint_ledgers_ahead(&mut self) {
+        self.ledger.checkpoint_ahead();
+    }
+
     /// The transcript lines written ahead for `messages()[range]`, taken
     /// (an archived message needs its line no more): `None` for a message
     /// without one.

@@ -34,6 +34,13 @@ const SLOTS: usize = 4;
 /// edits rolls back often.
 const CHECKPOINT_EVERY: usize = if cfg!(test) { 3 } else { 32 };
 
+/// While recording for a request, a checkpoint is taken only this far
+/// after the last one: the ahead work takes them every
+/// [`CHECKPOINT_EVERY`], off the call's path (a checkpoint copies the
+/// ledger, which grows with the session: taken on the path, it made a call
+/// in a 10,000-message session cost twice one in a 1,000-message one).
+const ON_PATH_EVERY: usize = 2 * CHECKPOINT_EVERY;
+
 /// The checkpoints a memo keeps, newest: an edit further back than these
 /// (micro_compact clearing old results, which the cache model makes rare)
 /// rebuilds the memo.
@@ -97,8 +104,8 @@ impl Memo {
     ///
     /// The checkpoint becomes the memo's state, moved, not copied (a copy
     /// of a long session's ledger was a fifth of a micro_compact's time):
-    /// recording from there takes it again ([`Memo::checkpoint_at`] comes
-    /// first), ahead of the next call.
+    /// the work ahead of the next call takes a new one
+    /// ([`LedgerMemo::checkpoint_ahead`]).
     fn roll_back(&mut self, at: usize, freed: &mut Vec<Checkpoint>) {
         // Checkpoints are kept oldest first.
         let kept = self.checkpoints.partition_point(|c| c.upto <= at);
@@ -114,10 +121,11 @@ impl Memo {
         }
     }
 
-    /// Keeps the memo's state at message `k` when a checkpoint falls there.
-    fn checkpoint_at(&mut self, k: usize) {
-        let due = k > self.start && (k - self.start).is_multiple_of(CHECKPOINT_EVERY);
-        if !due || self.checkpoints.last().is_some_and(|c| c.upto >= k) {
+    /// Keeps the memo's state at message `k` (what it holds now, before
+    /// recording `k`) when the last checkpoint is `every` messages back.
+    fn checkpoint_at(&mut self, k: usize, every: usize) {
+        let last = self.checkpoints.last().map_or(self.start, |c| c.upto);
+        if k < last + every {
             return;
         }
         if self.checkpoints.len() >= CHECKPOINTS {
@@ -218,6 +226,17 @@ impl LedgerMemo {
         }
     }
 
+    /// Keeps each memo's state as it is now when its last checkpoint is
+    /// [`CHECKPOINT_EVERY`] messages back: a harness calls it while the
+    /// model answers, after the memos were brought up to date, so that the
+    /// requests record without copying a ledger.
+    pub(crate) fn checkpoint_ahead(&mut self) {
+        for memo in &mut self.slots {
+            let upto = memo.upto;
+            memo.checkpoint_at(upto, CHECKPOINT_EVERY);
+        }
+    }
+
     /// The ledger of `messages[range]`, as [`Ledger::of`] (or, without
     /// `carry_markers`, `Ledger::since_markers`) gives it.
     pub(crate) fn ledger(
@@ -307,10 +326,13 @@ impl LedgerMemo {
             memo.rendered = None;
         }
         for (k, message) in messages.iter().enumerate().take(end).skip(memo.upto) {
-            // Only the last few checkpoints are kept: none is taken
-            // where a later one in this same recording would drop it.
-            if end - k <= CHECKPOINT_EVERY * CHECKPOINTS {
-                memo.checkpoint_at(k);
+            // Checkpoints are taken ahead ([`LedgerMemo::checkpoint_ahead`]);
+            // one is taken here only when none was for twice as long (a
+            // harness that does no work ahead). Only the last few are
+            // kept: none is taken where a later one in this same
+            // recording would drop it.
+            if end - k <= ON_PATH_EVERY * CHECKPOINTS {
+                memo.checkpoint_at(k, ON_PATH_EVERY);
             }
             let (parsed, read_back) = match message.role() {
                 Role::Assistant => (

@@ -106,10 +106,12 @@ impl Compactor {
     /// floor) saved; and the ledgers brought up to date, which after an
     /// edit of old messages (micro_compact's placeholders) means recording
     /// the history again from before the edit: work the next call would
-    /// otherwise begin with. A harness calls it while the model answers.
+    /// otherwise begin with; then the ledgers' checkpoints taken. A harness
+    /// calls it while the model answers.
     pub fn prepare_ahead(&self, history: &mut History) {
         history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
         self.keep_ledger(history);
+        history.checkpoint_ledgers_ahead();
     }
 
     /// How this compactor measures size, in the unit of its reports.
