@@ -525,7 +525,10 @@ mod incremental {
                     Op::Pop => {
                         history.pop();
                     }
-                    Op::Ahead => history.prepare_ahead(&store, Some(20)),
+                    Op::Ahead => {
+                        history.prepare_ahead(&store, Some(20));
+                        history.checkpoint_ledgers_ahead();
+                    }
                     Op::Ask(from, carry, named) => {
                         let len = history.len();
                         let from = at(from, len);
