@@ -111,9 +111,7 @@ impl SessionWriter {
     /// cut by a crash is removed first, so new records start on a fresh line.
     pub fn resume(path: &Path) -> Result<(Self, SessionState), SessionFileError> {
         let state = read_session(path)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
+        let mut file = whittle_store::no_follow(OpenOptions::new().read(true).write(true))
             .open(path)
             .map_err(io_err(path))?;
         let bytes = fs::read(path).map_err(io_err(path))?;

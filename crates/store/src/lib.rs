@@ -31,6 +31,7 @@
 mod atomic;
 mod error;
 mod hash;
+mod no_follow;
 mod output;
 mod placeholder;
 mod saved;
@@ -40,6 +41,7 @@ mod transcript;
 pub use atomic::{write_atomic, write_atomic_with_permissions};
 pub use error::StoreError;
 pub use hash::ContentHash;
+pub use no_follow::no_follow;
 pub use output::{CapturedOutput, OutputWriter};
 pub use placeholder::{
     Preview, is_saved_placeholder, looks_saved, path_text, persisted_output, saved_path_text,

@@ -8,11 +8,12 @@
 
 use crate::error::{StoreError, io_err};
 use crate::hash::StreamingHash;
+use crate::no_follow::no_follow;
 use crate::placeholder::{Preview, persisted_output};
 use crate::saved::SavedOutput;
 use crate::store::Store;
 use std::collections::VecDeque;
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::path::PathBuf;
@@ -263,7 +264,9 @@ impl OutputWriter {
 
     fn start_file(&self) -> Result<Spill, StoreError> {
         let (path, partial) = self.store.reserve_output_path(&self.tool_use_id)?;
-        let file = File::create(&partial).map_err(io_err(&partial))?;
+        let file = no_follow(OpenOptions::new().write(true).create(true).truncate(true))
+            .open(&partial)
+            .map_err(io_err(&partial))?;
         Ok(Spill::File(Box::new(FileSpill {
             out: BufWriter::with_capacity(64 * 1024, file),
             path,

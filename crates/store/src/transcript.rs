@@ -9,6 +9,7 @@
 
 use crate::error::{StoreError, io_err};
 use crate::hash::ContentHash;
+use crate::no_follow::no_follow;
 use crate::placeholder::{Preview, persisted_output};
 use crate::saved::SavedOutput;
 use std::borrow::Cow;
@@ -104,10 +105,7 @@ impl OpenTranscript {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
+        let mut file = no_follow(OpenOptions::new().read(true).append(true).create(true))
             .open(path)
             .map_err(io_err(path))?;
         let mut existing = Vec::new();
@@ -319,6 +317,20 @@ mod tests {
         assert_eq!(Store::read_transcript(&path).unwrap().len(), 3);
         drop(resumed);
         assert!(path.exists(), "a transcript with lines stays");
+    }
+
+    #[test]
+    fn a_transcript_that_is_a_link_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("bashrc");
+        std::fs::write(&victim, "mine").unwrap();
+        std::fs::create_dir_all(dir.path().join("transcripts")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("transcripts/s1.jsonl")).unwrap();
+        let store = Store::with_transcript_name(dir.path(), "s1");
+        assert!(store.open_transcript().is_err());
+        assert!(store.archive(&[Message::user("a")]).is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
     }
 
     #[test]
