@@ -5,7 +5,7 @@
 //! line, so a crash loses at most the line being written.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use whittle_context::session::{
@@ -110,11 +110,13 @@ impl SessionWriter {
     /// Opens an existing log to append to it, reading its state. A last line
     /// cut by a crash is removed first, so new records start on a fresh line.
     pub fn resume(path: &Path) -> Result<(Self, SessionState), SessionFileError> {
-        let state = read_session(path)?;
+        // Opened first, without following a link: then read through the path.
         let mut file = whittle_store::no_follow(OpenOptions::new().read(true).write(true))
             .open(path)
             .map_err(io_err(path))?;
-        let bytes = fs::read(path).map_err(io_err(path))?;
+        let state = read_session(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_err(path))?;
         let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         if keep < bytes.len() {
             file.set_len(keep as u64).map_err(io_err(path))?;

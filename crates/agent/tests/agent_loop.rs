@@ -551,5 +551,30 @@ async fn a_lost_transcript_is_reported_on_resume_and_never_renumbered() {
     );
     // The old name stays free: its line numbers mean the lost lines.
     assert!(!lost.exists());
-    assert!(transcripts.join(format!("{id}-after-loss.jsonl")).exists());
+    let second = transcripts.join(format!("{id}-after-loss.jsonl"));
+    assert!(second.exists());
+
+    // The new one is lost too, after a summary archived there.
+    s.server
+        .push(Reply::text("Another long tale. ".repeat(5_000)));
+    s.server.push(Reply::text("Summary: two stories."));
+    s.server.push(Reply::text("Done."));
+    run(&mut resumed, "one more").await.0.unwrap();
+    run(&mut resumed, "and a short one").await.0.unwrap();
+    assert!(std::fs::metadata(&second).unwrap().len() > 0);
+    drop(resumed);
+    std::fs::remove_file(&second).unwrap();
+    let mut again = s.agent(Limits::teaching(), MeterChoice::Chars);
+    let problems = again.resume_session(&log).unwrap().problems;
+    assert_eq!(
+        problems.iter().filter(|p| p.contains("is missing")).count(),
+        2,
+        "{problems:?}"
+    );
+    assert!(!second.exists());
+    assert!(
+        transcripts
+            .join(format!("{id}-after-loss-2.jsonl"))
+            .exists()
+    );
 }

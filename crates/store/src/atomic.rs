@@ -3,6 +3,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, OpenOptions, Permissions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -77,7 +78,13 @@ fn write_atomic_via(
     let mut taken = None;
     for name in names {
         let tmp = dir.join(name);
-        let mut file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        if let Some(p) = &permissions {
+            // Created with them (less what the umask takes), never wider.
+            options.mode(p.mode());
+        }
+        let mut file = match options.open(&tmp) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 taken = Some(e);
@@ -120,7 +127,6 @@ mod tests {
 
     #[test]
     fn the_permissions_given_are_the_new_files_from_the_start() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".env");
         let private = Permissions::from_mode(0o600);

@@ -16,6 +16,13 @@ pub enum StoreError {
         /// The underlying error.
         source: io::Error,
     },
+    /// A file whittle writes is a symbolic link: it is not followed
+    /// (see [`no_follow`](crate::no_follow)).
+    #[error("{path} is a symbolic link: whittle does not follow links where it writes")]
+    Link {
+        /// The link.
+        path: PathBuf,
+    },
     /// A transcript line was not a message.
     #[error("{path}:{line}: not a message: {reason}")]
     BadTranscript {
@@ -37,8 +44,16 @@ pub enum StoreError {
 }
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
+    move |source| {
+        // What an open with `no_follow` says of a link at its name.
+        if source.raw_os_error() == Some(libc::ELOOP) {
+            return StoreError::Link {
+                path: path.to_path_buf(),
+            };
+        }
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -137,7 +137,10 @@ impl Store {
     /// `transcripts/NAME.jsonl`: a harness names the transcript after its
     /// session once the session has an id.
     pub fn name_transcript(&self, name: &str) {
-        self.lock().transcript = Transcript::new(transcript_file(&self.root, name));
+        let mut shared = self.lock();
+        // One opened under the old name and never written to goes.
+        shared.transcript.remove_if_empty();
+        shared.transcript = Transcript::new(transcript_file(&self.root, name));
     }
 
     /// Opens this store's transcript now (creating it and its folder if

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use whittle_protocol::{Block, Content, Message, Redactor};
 
@@ -96,7 +97,14 @@ struct OpenTranscript {
     file: File,
     /// Lines in the file.
     lines: u64,
+    /// Whether this store holds the file's shared lock: every store that
+    /// has the file open does, so that one removing it empty
+    /// ([`Transcript::remove_if_empty`]) can tell that none other has.
+    locked: bool,
 }
+
+/// Opens of a transcript tried while another store removes it.
+const OPEN_ATTEMPTS: usize = 3;
 
 impl OpenTranscript {
     /// Opens (or creates) the file, counts its lines, and drops a last line
@@ -105,9 +113,22 @@ impl OpenTranscript {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
-        let mut file = no_follow(OpenOptions::new().read(true).append(true).create(true))
-            .open(path)
-            .map_err(io_err(path))?;
+        let mut attempt = 0;
+        let (mut file, locked) = loop {
+            attempt += 1;
+            let file = no_follow(OpenOptions::new().read(true).append(true).create(true))
+                .open(path)
+                .map_err(io_err(path))?;
+            // Best effort: a file system without locks only keeps an
+            // empty transcript that could have gone.
+            let locked = file.lock_shared().is_ok();
+            // Removed, empty, by another store between the open and the
+            // lock: lines written to it would be lost; open it anew.
+            let removed = file.metadata().is_ok_and(|m| m.nlink() == 0);
+            if !removed || attempt >= OPEN_ATTEMPTS {
+                break (file, locked);
+            }
+        };
         let mut existing = Vec::new();
         file.read_to_end(&mut existing).map_err(io_err(path))?;
         let keep = existing
@@ -118,7 +139,11 @@ impl OpenTranscript {
             file.set_len(keep as u64).map_err(io_err(path))?;
         }
         let lines = existing[..keep].iter().filter(|b| **b == b'\n').count() as u64;
-        Ok(OpenTranscript { file, lines })
+        Ok(OpenTranscript {
+            file,
+            lines,
+            locked,
+        })
     }
 }
 
@@ -132,13 +157,19 @@ impl Transcript {
     }
 
     /// Removes the file if this store opened it and it is still empty: a
-    /// session that never compacted leaves no transcript behind. Checked
-    /// through the open file, so lines another writer appended keep it.
+    /// session that never compacted leaves no transcript behind. Only when
+    /// no other store has it open (the exclusive lock is free: each holds
+    /// a shared one), so a session open twice never loses the other's
+    /// lines to a removed file; checked through the open file, so lines
+    /// another writer appended keep it.
     pub(super) fn remove_if_empty(&mut self) {
         let Some(open) = self.open.take() else {
             return;
         };
-        let empty = open.lines == 0 && open.file.metadata().is_ok_and(|m| m.len() == 0);
+        let empty = open.locked
+            && open.lines == 0
+            && open.file.try_lock().is_ok()
+            && open.file.metadata().is_ok_and(|m| m.len() == 0);
         drop(open);
         if empty {
             // Best effort: an empty file left behind is only a file too many.
@@ -320,6 +351,21 @@ mod tests {
     }
 
     #[test]
+    fn a_transcript_another_store_has_open_is_not_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Store::with_transcript_name(dir.path(), "s1");
+        let second = Store::with_transcript_name(dir.path(), "s1");
+        first.open_transcript().unwrap();
+        second.open_transcript().unwrap();
+        let path = first.transcript_path();
+        drop(first);
+        assert!(path.exists(), "the second store still holds it");
+        second.archive(&[Message::user("kept")]).unwrap();
+        drop(second);
+        assert_eq!(Store::read_transcript(&path).unwrap().len(), 1);
+    }
+
+    #[test]
     fn a_transcript_that_is_a_link_is_refused_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
@@ -328,7 +374,9 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("transcripts")).unwrap();
         std::os::unix::fs::symlink(&victim, dir.path().join("transcripts/s1.jsonl")).unwrap();
         let store = Store::with_transcript_name(dir.path(), "s1");
-        assert!(store.open_transcript().is_err());
+        let err = store.open_transcript().unwrap_err();
+        assert!(matches!(err, crate::StoreError::Link { .. }), "{err}");
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
         assert!(store.archive(&[Message::user("a")]).is_err());
         assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
     }

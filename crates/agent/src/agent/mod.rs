@@ -215,16 +215,25 @@ impl Agent {
         let mut problems = state.problems;
         let store = self.compactor.store();
         store.name_transcript(writer.id());
-        let transcript = store.transcript_path();
-        if !transcript.exists() && names_path(&state.history, &transcript) {
-            // New lines would take the numbers the history's markers give
-            // the lost ones, and recall would answer with the wrong
-            // messages: later compactions write to a transcript of their own.
+        // A transcript the history names but that is gone: new lines would
+        // take the numbers the history's markers give the lost ones, and
+        // recall would answer with the wrong messages. Later compactions
+        // write to a transcript of their own, the first name not lost.
+        for n in 1..=MAX_LOST_TRANSCRIPTS {
+            let transcript = store.transcript_path();
+            if transcript.exists() || !names_path(&state.history, &transcript) {
+                break;
+            }
             problems.push(format!(
                 "the transcript {} is missing: what the summaries archived there cannot be read back",
                 transcript.display()
             ));
-            store.name_transcript(&format!("{}-after-loss", writer.id()));
+            let suffix = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            store.name_transcript(&format!("{}-after-loss{suffix}", writer.id()));
         }
         store.open_transcript().map_err(AgentError::Transcript)?;
         self.session = Some(writer.redacting(self.config.redactor.clone()));
@@ -387,6 +396,10 @@ fn output_limits(limits: &Limits) -> OutputLimits {
 fn overhead_chars(system: &str, tools: &[ToolSpec]) -> usize {
     system.chars().count() + whittle_protocol::json_chars(tools)
 }
+
+/// Transcripts of one session that may be found lost on a resume, each
+/// replaced by the next name.
+const MAX_LOST_TRANSCRIPTS: usize = 16;
 
 /// Whether a message of `history` names `path` (a compaction marker naming
 /// the transcript it archived to).

@@ -28,10 +28,13 @@ use std::ops::Range;
 /// without its markers' ledgers, and the middle snip_compact archives).
 const SLOTS: usize = 4;
 
-/// A memo keeps its state every this many messages it records. Keeping it
-/// costs a copy of the ledger; an edit then records at most this many
-/// messages again. Small in unit tests, so that the property test of
-/// edits rolls back often.
+/// A memo keeps its state at least this many messages after its last
+/// checkpoint, at its end when the work ahead runs (see
+/// [`LedgerMemo::checkpoint_ahead`]). Keeping it costs a copy of the
+/// ledger; an edit then records again what lies between the checkpoint
+/// before it and the memo's end: up to about twice this many messages for
+/// an edit near the end (the checkpoint at the end is behind it). Small in
+/// unit tests, so that the property test of edits rolls back often.
 const CHECKPOINT_EVERY: usize = if cfg!(test) { 3 } else { 32 };
 
 /// While recording for a request, a checkpoint is taken only this far
@@ -104,8 +107,9 @@ impl Memo {
     ///
     /// The checkpoint becomes the memo's state, moved, not copied (a copy
     /// of a long session's ledger was a fifth of a micro_compact's time):
-    /// the work ahead of the next call takes a new one
-    /// ([`LedgerMemo::checkpoint_ahead`]).
+    /// none is kept at that point any more; the work ahead of the next call
+    /// takes a new one at the memo's end once it is far enough from the
+    /// one before ([`LedgerMemo::checkpoint_ahead`]).
     fn roll_back(&mut self, at: usize, freed: &mut Vec<Checkpoint>) {
         // Checkpoints are kept oldest first.
         let kept = self.checkpoints.partition_point(|c| c.upto <= at);
