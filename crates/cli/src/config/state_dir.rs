@@ -22,6 +22,12 @@ const WRITTEN: &[&str] = &[
     "repl-history",
 ];
 
+/// Of [`WRITTEN`], the folders whittle moves things into but never writes
+/// through: what a command made where it may not (a link included) is
+/// moved into `quarantine/` as it is, so only the folder itself is looked
+/// at.
+const MOVED_INTO: &[&str] = &["quarantine"];
+
 /// Entries looked at in all, at most: a bound on the start-up time. A
 /// folder with more is refused rather than passed unchecked (padding must
 /// not hide a link).
@@ -51,7 +57,7 @@ fn refuse_links_within(workspace: &Path, max_entries: usize) -> anyhow::Result<(
         let path = root.join(name);
         if let Ok(meta) = std::fs::symlink_metadata(&path) {
             refuse_unless_plain(workspace, &path, meta.file_type())?;
-            if meta.is_dir() {
+            if meta.is_dir() && !MOVED_INTO.contains(name) {
                 stack.push(path);
             }
         }
@@ -174,6 +180,20 @@ mod tests {
             err.starts_with(".whittle/sessions is a symbolic link"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_link_a_command_left_in_quarantine_does_not_stop_the_next_start() {
+        let outside = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let quarantine = ws.path().join(".whittle/quarantine/1");
+        std::fs::create_dir_all(&quarantine).unwrap();
+        symlink(outside.path(), quarantine.join(".vscode")).unwrap();
+        refuse_links(ws.path()).unwrap();
+        // The folder itself is still checked: renames into it must stay inside.
+        std::fs::remove_dir_all(ws.path().join(".whittle/quarantine")).unwrap();
+        symlink(outside.path(), ws.path().join(".whittle/quarantine")).unwrap();
+        assert!(refuse_links(ws.path()).is_err());
     }
 
     #[test]
