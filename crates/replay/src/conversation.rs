@@ -627,7 +627,7 @@ impl<'r, 's> Replayer<'r, 's> {
             history,
             mut report,
             restarted_at,
-            mut times,
+            times,
             ..
         } = self;
         report.summarize_calls = counting.calls;
@@ -646,12 +646,11 @@ impl<'r, 's> Replayer<'r, 's> {
         report.unrecoverable_chars = check_recovery(&run.messages[restarted_at..], &history, &store)
             .unrecoverable_chars as u64;
         report.pipeline_us_p99_by_tenth = TenthsP99::of(&times);
-        report.pipeline_us_by_call = times.clone();
-        times.sort_unstable();
         report.pipeline_us_median = median(&times);
         report.pipeline_us_median_all_calls = report.pipeline_us_median;
-        report.pipeline_us_max = times.last().copied().unwrap_or(0);
+        report.pipeline_us_max = times.iter().copied().max().unwrap_or(0);
         report.pipeline_us_total = times.iter().sum();
+        report.pipeline_us_by_call = times;
         report
     }
 }
