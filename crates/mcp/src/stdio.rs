@@ -201,13 +201,17 @@ fn open_log(dir: &Path, server: &str, command: &str, args: &[String]) -> Option<
     std::fs::create_dir_all(dir).ok()?;
     let path: PathBuf = dir.join(format!("{server}.log"));
     let too_big = std::fs::metadata(&path).is_ok_and(|m| m.len() > 2 * MAX_LOG_BYTES);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(!too_big)
-        .write(true)
-        .truncate(too_big)
-        .open(&path)
-        .ok()?;
+    // A link at the log's name is not followed: the server's stderr would
+    // go wherever it points.
+    let mut file = whittle_store::no_follow(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(!too_big)
+            .write(true)
+            .truncate(too_big),
+    )
+    .open(&path)
+    .ok()?;
     let mut line = format!("--- whittle started: {command}");
     for a in args {
         line.push(' ');
@@ -411,6 +415,24 @@ mod tests {
         ));
         assert!(!is_notification(br#"{"jsonrpc":"2.0","id":1,"result":5}"#));
         assert!(!is_notification(b"garbage"));
+    }
+
+    #[test]
+    fn a_link_at_the_log_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let logs = dir.path().join("mcp");
+        std::fs::create_dir(&logs).unwrap();
+        std::os::unix::fs::symlink(&victim, logs.join("evil.log")).unwrap();
+        assert!(open_log(&logs, "evil", "server", &[]).is_none());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
+        let mut log = open_log(&logs, "good", "server", &["--x".to_owned()]).unwrap();
+        writeln!(log, "hello").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(logs.join("good.log")).unwrap(),
+            "--- whittle started: server --x\nhello\n"
+        );
     }
 
     #[test]

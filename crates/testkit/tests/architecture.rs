@@ -65,8 +65,13 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     (
         "whittle-mcp",
-        &["whittle-protocol", "whittle-llm", "whittle-tools"],
-        "MCP servers become tools; the agent does not know they are remote",
+        &[
+            "whittle-protocol",
+            "whittle-llm",
+            "whittle-store",
+            "whittle-tools",
+        ],
+        "MCP servers become tools; the agent does not know they are remote (their logs are whittle's state, opened as the store opens it)",
     ),
     (
         "whittle-replay",
@@ -126,6 +131,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
             "whittle-replay",
             "whittle-report",
             "whittle-sandbox",
+            "whittle-store",
             "whittle-tools",
         ],
         "the binary puts everything together (whittle rewind/diff/checkpoint gc use the checkpoint store directly); nothing depends on it",

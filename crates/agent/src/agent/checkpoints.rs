@@ -64,9 +64,10 @@ pub const DEFAULT_CHECKPOINT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024;
 /// a day old (or never ran); `None` when it was not due.
 pub fn gc_if_due(store: &mut Store, workspace: &Path) -> Option<Result<GcReport, CheckpointError>> {
     let stamp = checkpoint_store_dir(workspace).join("last-gc");
-    let due = std::fs::metadata(&stamp)
-        .and_then(|m| m.modified())
+    let due = std::fs::symlink_metadata(&stamp)
         .ok()
+        .filter(|m| m.is_file())
+        .and_then(|m| m.modified().ok())
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .is_none_or(|age| age > GC_EVERY);
     if !due {
@@ -74,8 +75,16 @@ pub fn gc_if_due(store: &mut Store, workspace: &Path) -> Option<Result<GcReport,
     }
     let result = store.gc(DEFAULT_GC_LIMITS);
     if result.is_ok() {
-        // A stamp that cannot be written only means the next start collects again.
-        let _ = std::fs::write(&stamp, b"");
+        // A stamp that cannot be written only means the next start collects
+        // again; a link at its name is not followed (the stamp's write
+        // would truncate whatever it points to).
+        let _ = whittle_store::no_follow(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true),
+        )
+        .open(&stamp);
     }
     Some(result)
 }
@@ -311,5 +320,29 @@ impl Agent {
             sink,
         )?;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_at_the_collection_stamp_is_not_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let victim = root.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let mut store = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE).unwrap();
+        let stamp = checkpoint_store_dir(&ws).join("last-gc");
+        std::os::unix::fs::symlink(&victim, &stamp).unwrap();
+        assert!(gc_if_due(&mut store, &ws).unwrap().is_ok());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
+        // Without the link the stamp is written, and the next start skips.
+        std::fs::remove_file(&stamp).unwrap();
+        assert!(gc_if_due(&mut store, &ws).unwrap().is_ok());
+        assert!(stamp.is_file());
+        assert!(gc_if_due(&mut store, &ws).is_none());
     }
 }

@@ -141,7 +141,42 @@ pub fn write_session_page(
     let mut page = Page::new(format!("whittle session {id}"));
     page.add_session(log, &page_dir, &options)?;
     let path = page_dir.join(format!("{id}.html"));
-    std::fs::write(&path, page.render()?)
+    write_state_page(&path, page.render()?.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
+}
+
+/// Writes a page into whittle's state folder without following a link at
+/// its name: whittle writes as itself, outside the sandbox, and a link there
+/// would send the page (and the truncation before it) anywhere.
+fn write_state_page(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    whittle_store::no_follow(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(path)?
+    .write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_is_not_written_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let link = dir.path().join("s.html");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = write_state_page(&link, b"<html>").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
+        std::fs::write(&victim, "a longer old page").unwrap();
+        write_state_page(&victim, b"<html>").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"<html>");
+    }
 }

@@ -20,7 +20,7 @@ use crate::ui::style::Style;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use std::io::{BufRead, IsTerminal};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tokio::runtime::Runtime;
 use whittle_agent::{Approver, DenyAsks, MeterChoice, TurnOutcome, list_sessions};
@@ -65,7 +65,9 @@ impl Input {
             .build();
         let mut editor = DefaultEditor::with_config(config)?;
         // A missing or unreadable history file only means no history yet.
-        let _ = editor.load_history(&history);
+        if history_file_usable(&history) {
+            let _ = editor.load_history(&history);
+        }
         Ok(Input::Editor {
             editor: Box::new(editor),
             history,
@@ -127,8 +129,22 @@ impl Input {
                 let _ = std::fs::create_dir_all(dir);
             }
             // History is a convenience: failing to save it is not worth a word.
-            let _ = editor.save_history(history);
+            if history_file_usable(history) {
+                let _ = editor.save_history(history);
+            }
         }
+    }
+}
+
+/// Whether the history file may be read and written: absent, or a plain
+/// file. rustyline opens it by name and would follow a link (each line the
+/// person types appended to wherever it points) or block on a pipe; the
+/// start-up check refuses those in a folder not trusted, and this keeps a
+/// trusted folder's from being followed too.
+fn history_file_usable(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta.is_file(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
 
@@ -373,4 +389,29 @@ fn slash(
         }
     }
     Flow::Continue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_is_kept_only_in_a_plain_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("repl-history");
+        assert!(history_file_usable(&file), "absent: created on first save");
+        std::fs::write(&file, "ls\n").unwrap();
+        assert!(history_file_usable(&file));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(!history_file_usable(&link));
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(!history_file_usable(&fifo));
+        assert!(!history_file_usable(dir.path()));
+    }
 }
