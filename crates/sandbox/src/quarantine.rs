@@ -7,7 +7,7 @@
 //! and nothing there is run by anyone.
 
 use crate::policy::Policy;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One path moved aside.
@@ -48,22 +48,60 @@ impl Quarantined {
     }
 }
 
+/// What a command made at the watched `path`, found without following a
+/// link: the path itself, or the highest part of it that is now a link;
+/// `None` when nothing is there.
+///
+/// whittle moves it as itself, outside the sandbox, so a link a command put
+/// in the middle of the path (`sub/.git` → `~/.kube` for a watched
+/// `sub/.git/config`) must not be followed: the existence check and the move
+/// would reach through it and carry off a file outside the workspace. Every
+/// part of a watched path below its writable folder was a real folder when
+/// the policy was made (links are never walked into), so a link there now is
+/// the command's, and it is what goes aside.
+fn created_at(policy: &Policy, path: &Path) -> Option<PathBuf> {
+    let root = policy
+        .write
+        .iter()
+        .filter(|root| path.starts_with(root))
+        .max_by_key(|root| root.as_os_str().len())?;
+    let below = path.strip_prefix(root).ok()?;
+    let mut at = root.clone();
+    let mut parts = below.components().peekable();
+    while let Some(part) = parts.next() {
+        let Component::Normal(name) = part else {
+            return None;
+        };
+        at.push(name);
+        let meta = std::fs::symlink_metadata(&at).ok()?;
+        if parts.peek().is_none() || meta.file_type().is_symlink() {
+            return Some(at);
+        }
+        if !meta.is_dir() {
+            return None;
+        }
+    }
+    None
+}
+
 /// Moves what a command created at `policy.absent` paths to
 /// `policy.quarantine`. Call it after the command and its sandbox ended.
 pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
-    let created: Vec<&PathBuf> = policy
-        .absent
-        .iter()
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect();
+    let mut created: Vec<PathBuf> = Vec::new();
+    for path in policy.absent.iter().filter_map(|p| created_at(policy, p)) {
+        // Two watched paths under one link: the link goes aside once.
+        if !created.contains(&path) {
+            created.push(path);
+        }
+    }
     if created.is_empty() {
         return Vec::new();
     }
     let Some(base) = &policy.quarantine else {
         return created
             .into_iter()
-            .map(|p| Quarantined {
-                from: p.clone(),
+            .map(|from| Quarantined {
+                from,
                 to: None,
                 error: Some("no quarantine folder".into()),
             })
@@ -82,17 +120,17 @@ pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
             let workspace = base.parent().and_then(Path::parent);
             let rel = workspace
                 .and_then(|w| from.strip_prefix(w).ok())
-                .unwrap_or(from);
+                .unwrap_or(&from);
             let name = rel.to_string_lossy().replace('/', "__");
             let to = dir.join(format!("{i}-{name}"));
-            match std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(from, &to)) {
+            match std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(&from, &to)) {
                 Ok(()) => Quarantined {
-                    from: from.clone(),
+                    from,
                     to: Some(to),
                     error: None,
                 },
                 Err(e) => Quarantined {
-                    from: from.clone(),
+                    from,
                     to: None,
                     error: Some(e.to_string()),
                 },
@@ -120,6 +158,7 @@ mod tests {
                 ws.join(".idea"),
             ],
             quarantine: Some(ws.join(".whittle/quarantine")),
+            write: vec![ws.to_path_buf()],
             ..Policy::default()
         };
         let moved = quarantine_new_paths(&policy);
@@ -136,5 +175,47 @@ mod tests {
             );
         }
         assert!(quarantine_new_paths(&policy).is_empty(), "nothing new");
+    }
+
+    #[test]
+    fn a_link_swapped_into_a_watched_path_is_moved_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("kube");
+        std::fs::create_dir_all(ws.join("sub/.git")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("config"), "token").unwrap();
+        let policy = Policy {
+            absent: vec![ws.join("sub/.git/config"), ws.join("sub/.git/commondir")],
+            quarantine: Some(ws.join(".whittle/quarantine")),
+            write: vec![ws.clone()],
+            ..Policy::default()
+        };
+        // What a command can do: move the folder away, put a link to a
+        // folder outside in its place.
+        std::fs::rename(ws.join("sub"), ws.join("sub2")).unwrap();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("sub/.git")).unwrap();
+        let moved = quarantine_new_paths(&policy);
+        assert_eq!(
+            std::fs::read_to_string(outside.join("config")).unwrap(),
+            "token",
+            "{moved:?}"
+        );
+        // The link goes aside (once), as a link.
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert_eq!(moved[0].from, ws.join("sub/.git"));
+        let to = moved[0].to.as_ref().unwrap();
+        assert!(
+            std::fs::symlink_metadata(to)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(std::fs::symlink_metadata(ws.join("sub/.git")).is_err());
+        // A file where a folder was watched: nothing to move under it.
+        std::fs::write(ws.join("sub/.git"), "gitdir: /elsewhere").unwrap();
+        let moved = quarantine_new_paths(&policy);
+        assert!(moved.is_empty(), "{moved:?}");
     }
 }

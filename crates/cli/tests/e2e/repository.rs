@@ -114,6 +114,12 @@ const SESSION: &[Try] = &[
         "w6",
         "ln -s @H@ home.git && mkdir -p sub6 && ln -s ../home.git sub6/.git",
     ),
+    // A watched path (`q1/.git/config`, made by the next command's policy)
+    // with a link swapped in above it: whittle moves what a command made
+    // there aside, as itself, and must not reach through the link to the
+    // home folder's `config/`.
+    b("q1", "mkdir -p q1/.git && cp .git/HEAD q1/.git/"),
+    b("q2", "mv q1 q1-moved && mkdir q1 && ln -s @H@ q1/.git"),
     fails(b("w7", "mv .git .git-moved")),
     fails(b(
         "w8",
@@ -645,6 +651,7 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("w16", ".vscode"),
         ("w17", ".idea"),
         ("w18", ".git/objects/info/alternates"),
+        ("q2", "q1/.git"),
     ] {
         let Some((text, is_error)) = results.get(id) else {
             continue;
