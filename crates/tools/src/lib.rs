@@ -24,6 +24,7 @@
 
 mod bash;
 mod editor_files;
+mod ignore_rules;
 pub mod paths;
 pub mod permission;
 mod read_file;

@@ -1,7 +1,15 @@
 //! `glob` and `grep`: .gitignore-aware file search with ripgrep's crates,
 //! sorted (component-wise, like `Path`'s order) and capped with a count of
 //! what was left out.
+//!
+//! Both run outside the sandbox, over a tree a command may have filled
+//! with FIFOs and links: the walk follows no link and reads ignore files
+//! only as [`crate::ignore_rules`] allows; `grep` opens only regular files,
+//! never through a link, and holds at most [`MAX_LINE_BYTES`] of a line.
+//! What is passed over for that is said in the output.
 
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use whittle_protocol::tool_names;
 
@@ -9,10 +17,11 @@ use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::Lossy};
-use ignore::WalkBuilder;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+use walkdir::WalkDir;
 
+use crate::ignore_rules::IgnoreRules;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::cap_line;
 use crate::typed::TypedTool;
@@ -23,24 +32,63 @@ use whittle_protocol::group_digits;
 const MAX_VISITED: usize = 200_000;
 /// Characters shown of one matching line.
 const MAX_MATCH_LINE_CHARS: usize = 300;
+/// Longest line `grep` holds in memory: a file of one endless line (a
+/// command can write one) would otherwise be read whole.
+const MAX_LINE_BYTES: usize = 32 << 20;
+/// Notes of one kind (files not searched, ignore files not read) named one
+/// by one; the rest are counted.
+const MAX_NAMED: usize = 20;
 
 /// Folders never searched unless the search starts inside them: version
 /// control internals and whittle's own session data.
 const SKIPPED_DIRS: &[&str] = &[".git", ".whittle"];
 
-/// A sorted, .gitignore-aware walk over `root` that includes hidden files.
-fn walker(root: &Path) -> ignore::Walk {
-    let mut b = WalkBuilder::new(root);
-    b.hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            e.depth() == 0
-                || !e.file_type().is_some_and(|t| t.is_dir())
-                || !SKIPPED_DIRS.iter().any(|d| e.file_name() == *d)
-        });
-    b.build()
+/// A sorted walk over `root` that includes hidden files, follows no link
+/// (but a root given as one), and leaves out [`SKIPPED_DIRS`] and what the
+/// ignore rules leave out.
+struct Walk {
+    entries: walkdir::IntoIter,
+    rules: IgnoreRules,
+}
+
+impl Walk {
+    fn new(root: &Path) -> Self {
+        Walk {
+            entries: WalkDir::new(root)
+                .follow_links(false)
+                .sort_by_file_name()
+                .into_iter(),
+            rules: IgnoreRules::new(root),
+        }
+    }
+}
+
+impl Iterator for Walk {
+    type Item = walkdir::Result<walkdir::DirEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let entry = match self.entries.next()? {
+                Ok(entry) => entry,
+                Err(e) => return Some(Err(e)),
+            };
+            let depth = entry.depth();
+            let is_dir = entry.file_type().is_dir();
+            let left_out = depth > 0
+                && ((is_dir && SKIPPED_DIRS.iter().any(|d| entry.file_name() == *d))
+                    || self.rules.ignores(entry.path(), depth, is_dir));
+            if left_out {
+                if is_dir {
+                    self.entries.skip_current_dir();
+                }
+                continue;
+            }
+            if is_dir {
+                self.rules.enter(entry.path(), depth);
+            }
+            return Some(Ok(entry));
+        }
+    }
 }
 
 /// A file-name pattern: matched against the path relative to the search
@@ -81,11 +129,13 @@ impl PathPattern {
     }
 }
 
-/// What stopped a walk early, if anything.
+/// What stopped a walk early, if anything, and what it passed over.
 #[derive(Default)]
 struct WalkNotes {
     visited: usize,
     unreadable: usize,
+    /// Files `grep` listed but did not search, each with why.
+    not_searched: Vec<String>,
     hit_visit_cap: bool,
     cancelled: bool,
 }
@@ -105,13 +155,26 @@ impl WalkNotes {
         true
     }
 
-    fn render(&self, out: &mut String) {
+    /// Appends the notes, with those on the ignore files `walk` did not read.
+    fn render(&self, ctx: &ToolContext, walk: &Walk, out: &mut String) {
         if self.unreadable > 0 {
             out.push_str(&format!(
                 "\n[{} entries could not be read]",
                 group_digits(self.unreadable as u64)
             ));
         }
+        push_named(
+            out,
+            walk.rules.not_read().iter().map(|n| {
+                format!(
+                    "[{} not read ({}): its ignore rules were not applied]",
+                    ctx.display(&n.path),
+                    n.why
+                )
+            }),
+            "ignore files not read",
+        );
+        push_named(out, self.not_searched.iter().cloned(), "files not searched");
         if self.hit_visit_cap {
             out.push_str(&format!(
                 "\n[search stopped after {} entries; narrow the path or pattern]",
@@ -121,6 +184,44 @@ impl WalkNotes {
         if self.cancelled {
             out.push_str("\n[cancelled before the search finished]");
         }
+    }
+}
+
+/// Appends the first [`MAX_NAMED`] notes, one a line, and a count of the rest.
+fn push_named(out: &mut String, notes: impl Iterator<Item = String>, what: &str) {
+    let mut more = 0usize;
+    for (i, note) in notes.enumerate() {
+        if i < MAX_NAMED {
+            out.push('\n');
+            out.push_str(&note);
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push_str(&format!("\n[{} more {what}]", group_digits(more as u64)));
+    }
+}
+
+/// Opens a file the walk listed, to search it: without following a link
+/// and without blocking, so that a link or a FIFO put at its name since
+/// (by a command running alongside) is refused rather than followed out of
+/// the workspace or waited on for ever. A root given as a link was checked
+/// by the permission policy where it leads, and is followed.
+fn open_listed(path: &Path, is_root: bool) -> Result<File, String> {
+    let mut flags = nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY;
+    if !is_root {
+        flags |= nix::libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(file),
+        Ok(_) => Err("not a regular file".to_owned()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -208,7 +309,8 @@ fn run_glob(
 ) -> ToolOutput {
     let mut notes = WalkNotes::default();
     let mut found: Vec<PathBuf> = Vec::new();
-    for entry in walker(root) {
+    let mut walk = Walk::new(root);
+    for entry in &mut walk {
         if !notes.step(ctx.cancel_token()) {
             break;
         }
@@ -219,9 +321,7 @@ fn run_glob(
                 continue;
             }
         };
-        if entry
-            .file_type()
-            .is_some_and(|t| t.is_file() || t.is_symlink())
+        if (entry.file_type().is_file() || entry.file_type().is_symlink())
             && pattern.matches(root, entry.path())
         {
             found.push(entry.into_path());
@@ -246,7 +346,7 @@ fn run_glob(
             group_digits(total as u64)
         ));
     }
-    notes.render(&mut out);
+    notes.render(ctx, &walk, &mut out);
     ToolOutput::ok(out)
 }
 
@@ -355,15 +455,23 @@ fn run_grep(
             return ToolOutput::error(format!("invalid regex {:?}: {e}", input.pattern));
         }
     };
+    if std::fs::metadata(root).is_ok_and(|m| !m.is_dir() && !m.is_file()) {
+        return ToolOutput::error(format!(
+            "{} is not a regular file or folder (a FIFO, device or socket); grep searches those only",
+            ctx.display(root)
+        ));
+    }
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
         .build();
     let mut notes = WalkNotes::default();
     let mut shown: Vec<String> = Vec::new();
     let mut files = 0usize;
     let mut lines = 0usize;
-    for entry in walker(root) {
+    let mut walk = Walk::new(root);
+    for entry in &mut walk {
         if !notes.step(ctx.cancel_token()) {
             break;
         }
@@ -374,7 +482,7 @@ fn run_grep(
                 continue;
             }
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+        if !entry.file_type().is_file() {
             continue;
         }
         let path = entry.path();
@@ -382,11 +490,20 @@ fn run_grep(
             continue;
         }
         let display = ctx.display(path);
+        let file = match open_listed(path, entry.depth() == 0) {
+            Ok(file) => file,
+            Err(why) => {
+                notes
+                    .not_searched
+                    .push(format!("[{display} not searched: {why}]"));
+                continue;
+            }
+        };
         let mut file_lines = 0usize;
         let files_only = input.output_mode == OutputMode::Files;
-        let result = searcher.search_path(
+        let result = searcher.search_file(
             &matcher,
-            path,
+            &file,
             Lossy(|lnum, line| {
                 file_lines += 1;
                 if files_only {
@@ -400,7 +517,10 @@ fn run_grep(
             }),
         );
         if result.is_err() {
-            notes.unreadable += 1;
+            notes.not_searched.push(format!(
+                "[{display} not searched: it has a line longer than {} MiB, or could not be read]",
+                MAX_LINE_BYTES >> 20
+            ));
             continue;
         }
         if file_lines > 0 {
@@ -434,6 +554,39 @@ fn run_grep(
         )),
         _ => {}
     }
-    notes.render(&mut out);
+    notes.render(ctx, &walk, &mut out);
     ToolOutput::ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What grep meets when a command swaps a listed file for a FIFO or a
+    /// link after the walk saw it: refused at once, never waited on.
+    #[test]
+    fn a_listed_name_opens_only_as_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "text").unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+
+        assert!(open_listed(&file, false).is_ok());
+        assert_eq!(open_listed(&fifo, false).unwrap_err(), "not a regular file");
+        assert!(
+            open_listed(&zero, false)
+                .unwrap_err()
+                .contains("symbolic links")
+        );
+        assert!(open_listed(&link, false).is_err());
+        // A root given as a link is followed, to a regular file only.
+        assert!(open_listed(&link, true).is_ok());
+        assert_eq!(open_listed(&zero, true).unwrap_err(), "not a regular file");
+    }
 }

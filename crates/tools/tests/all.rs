@@ -10,3 +10,9 @@ mod registry;
 mod schemas;
 mod search;
 mod todo_skills;
+
+/// Makes a real FIFO at `path`, as a command in the sandbox could.
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.unwrap().success(), "mkfifo {}", path.display());
+}

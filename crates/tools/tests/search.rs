@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::Path;
 
+use crate::mkfifo;
 use serde_json::{Value, json};
 use whittle_tools::{CancellationToken, GlobTool, GrepTool, Tool, ToolContext, ToolOutput};
 
@@ -204,5 +205,167 @@ async fn bad_search_inputs_are_errors() {
     assert!(
         out.content
             .contains("[cancelled before the search finished]")
+    );
+}
+
+/// Runs a search on a thread of its own and gives up after a while, so a
+/// search that hangs (as one meeting a FIFO did) fails its test instead of
+/// stopping the suite.
+fn bounded<T: Tool + 'static>(tool: T, ctx: &ToolContext, input: Value) -> ToolOutput {
+    let ctx = ctx.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(rt.block_on(tool.run(input, &ctx)));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the search did not finish within 20 s")
+}
+
+#[test]
+fn ignore_files_are_read_only_when_small_regular_files() {
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "rules", "*.rs\n");
+    put(outside.path(), "git/info/exclude", "*.rs\n");
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    put(r, ".gitignore", "*.log\n");
+    put(r, ".git/info/exclude", "*.tmp\n");
+    for sub in ["big", "fifo", "gitlink", "kept", "link", "zero"] {
+        put(r, &format!("{sub}/{sub}.rs"), "hello\n");
+        put(r, &format!("{sub}/{sub}.log"), "hello\n");
+        put(r, &format!("{sub}/{sub}.tmp"), "hello\n");
+    }
+    mkfifo(&r.join("fifo/.gitignore"));
+    std::os::unix::fs::symlink("/dev/zero", r.join("zero/.gitignore")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("rules"), r.join("link/.ignore")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("git"), r.join("gitlink/.git")).unwrap();
+    put(
+        r,
+        "big/.gitignore",
+        &format!("*.rs\n{}\n", "#".repeat(2 << 20)),
+    );
+    put(r, "kept/.gitignore", "*.rs\n");
+    let ctx = ToolContext::new(r);
+    let notes = "\n[big/.gitignore not read (larger than 1 MiB): its ignore rules were not applied]\
+                 \n[fifo/.gitignore not read (not a regular file): its ignore rules were not applied]\
+                 \n[gitlink/.git not read (a link): its ignore rules were not applied]\
+                 \n[link/.ignore not read (a link): its ignore rules were not applied]\
+                 \n[zero/.gitignore not read (a link): its ignore rules were not applied]";
+
+    let out = bounded(GlobTool::default(), &ctx, json!({"pattern": "*"}));
+    assert_eq!(
+        out.content,
+        format!(
+            ".gitignore\nbig/.gitignore\nbig/big.rs\nfifo/fifo.rs\ngitlink/.git\ngitlink/gitlink.rs\n\
+             kept/.gitignore\nlink/.ignore\n\
+             link/link.rs\nzero/.gitignore\nzero/zero.rs{notes}"
+        )
+    );
+    let out = bounded(GrepTool::default(), &ctx, json!({"pattern": "hello"}));
+    assert_eq!(
+        out.content,
+        format!("big/big.rs\nfifo/fifo.rs\ngitlink/gitlink.rs\nlink/link.rs\nzero/zero.rs{notes}")
+    );
+    // Searching below a folder reads the rules above it the same way.
+    let out = bounded(
+        GrepTool::default(),
+        &ctx,
+        json!({"pattern": "hello", "path": "fifo"}),
+    );
+    assert_eq!(
+        out.content,
+        "fifo/fifo.rs\n[fifo/.gitignore not read (not a regular file): its ignore rules were not applied]"
+    );
+}
+
+#[test]
+fn ignore_rules_keep_their_precedence() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    put(r, ".gitignore", "*.log\n!keep.log\nbuild/\n/top.txt\n");
+    put(r, ".ignore", "secret.txt\n");
+    put(r, ".git/info/exclude", "*.tmp\n");
+    put(r, "sub/.gitignore", "!also.log\n!secret.txt\n!x.tmp\n");
+    for file in [
+        "a.log",
+        "keep.log",
+        "top.txt",
+        "a.tmp",
+        "build/b.rs",
+        "sub/also.log",
+        "sub/y.log",
+        "sub/secret.txt",
+        "sub/x.tmp",
+        "sub/top.txt",
+        "sub/build/c.rs",
+        "ok.rs",
+    ] {
+        put(r, file, "");
+    }
+    let ctx = ToolContext::new(r);
+    let out = bounded(GlobTool::default(), &ctx, json!({"pattern": "*.*"}));
+    assert_eq!(
+        out.content,
+        ".gitignore\n.ignore\nkeep.log\nok.rs\nsub/.gitignore\nsub/also.log\nsub/top.txt\nsub/x.tmp"
+    );
+    let out = bounded(
+        GlobTool::default(),
+        &ctx,
+        json!({"pattern": "*.*", "path": "sub"}),
+    );
+    assert_eq!(
+        out.content,
+        "sub/.gitignore\nsub/also.log\nsub/top.txt\nsub/x.tmp"
+    );
+}
+
+#[test]
+fn grep_searches_regular_files_only() {
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "secret.txt", "needle from outside\n");
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    put(r, "a.txt", "needle\n");
+    mkfifo(&r.join("pipe.txt"));
+    std::os::unix::fs::symlink("/dev/zero", r.join("zero.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), r.join("leak.txt")).unwrap();
+    let ctx = ToolContext::new(r);
+    let out = bounded(
+        GrepTool::default(),
+        &ctx,
+        json!({"pattern": "needle", "output_mode": "content"}),
+    );
+    assert_eq!(out.content, "a.txt:1:needle");
+    for path in ["pipe.txt", "zero.txt"] {
+        let out = bounded(
+            GrepTool::default(),
+            &ctx,
+            json!({"pattern": "needle", "path": path}),
+        );
+        assert!(out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            format!(
+                "{path} is not a regular file or folder (a FIFO, device or socket); grep searches those only"
+            )
+        );
+    }
+}
+
+#[test]
+fn grep_bounds_a_line_that_never_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    put(r, "long.txt", &"a".repeat(40 << 20));
+    put(r, "short.txt", "a\n");
+    let ctx = ToolContext::new(r);
+    let out = bounded(GrepTool::default(), &ctx, json!({"pattern": "a"}));
+    assert_eq!(
+        out.content,
+        "short.txt\n[long.txt not searched: it has a line longer than 32 MiB, or could not be read]"
     );
 }
