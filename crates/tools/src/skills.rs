@@ -20,6 +20,7 @@ use whittle_protocol::tool_names;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
+use crate::paths::real_path;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::truncate::{cap_line, cap_middle};
 use crate::typed::TypedTool;
@@ -308,7 +309,7 @@ impl Skills {
         let mut found: Vec<Skill> = Vec::new();
         for folder in folders {
             let path = folder.join("SKILL.md");
-            match load(&path) {
+            match load(workspace, &path) {
                 Ok(parsed) => found.push(Skill {
                     name: parsed.name,
                     description: parsed.description,
@@ -373,18 +374,30 @@ fn folder_name(skill_md: &Path) -> Option<&str> {
     skill_md.parent()?.file_name()?.to_str()
 }
 
-/// Reads and parses one SKILL.md, with a one-line error.
-fn load(path: &Path) -> Result<ParsedSkill, String> {
-    let bytes = whittle_sandbox::read_regular_file(path, MAX_SKILL_BYTES).map_err(|e| match e {
-        e if e.is_not_found() => "the folder has no SKILL.md".to_owned(),
-        whittle_sandbox::ReadError::NotRegular { .. } => {
-            "SKILL.md is not a regular file".to_owned()
-        }
-        whittle_sandbox::ReadError::TooLarge { .. } => {
-            format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes")
-        }
-        other => format!("cannot read SKILL.md: {other}"),
-    })?;
+/// Reads and parses one SKILL.md, with a one-line error. As with AGENTS.md,
+/// it may be a link to another file in the workspace but never lead out of
+/// it, through its own name or a folder on the way (`.whittle`, a skill's
+/// folder): the repository chooses these links, and what is read goes to
+/// the model. It must be a regular file of bounded size, read by an open
+/// that cannot block: a FIFO would hang the start-up, `/dev/zero` would
+/// never end. It is read at the path the check resolved, so that a link
+/// put at its name after the check is not followed.
+fn load(workspace: &Path, path: &Path) -> Result<ParsedSkill, String> {
+    let real = real_path(path).ok_or("SKILL.md leads nowhere (a loop of links)")?;
+    if !real_path(workspace).is_some_and(|ws| real.starts_with(ws)) {
+        return Err("SKILL.md leads outside the workspace: not read".to_owned());
+    }
+    let bytes =
+        whittle_sandbox::read_regular_file(&real, MAX_SKILL_BYTES).map_err(|e| match e {
+            e if e.is_not_found() => "the folder has no SKILL.md".to_owned(),
+            whittle_sandbox::ReadError::NotRegular { .. } => {
+                "SKILL.md is not a regular file".to_owned()
+            }
+            whittle_sandbox::ReadError::TooLarge { .. } => {
+                format!("SKILL.md is larger than {MAX_SKILL_BYTES} bytes")
+            }
+            other => format!("cannot read SKILL.md: {other}"),
+        })?;
     let text = String::from_utf8(bytes).map_err(|_| "SKILL.md is not valid UTF-8".to_owned())?;
     parse_skill(&text).map_err(|e| e.to_string())
 }
@@ -444,7 +457,7 @@ fn load_by_name(workspace: &Path, name: &str) -> ToolOutput {
             format!("no skill named {name:?}; available: {}", names.join(", "))
         });
     };
-    match load(&skill.path) {
+    match load(workspace, &skill.path) {
         Ok(parsed) => {
             let dir = skill.path.parent().unwrap_or(workspace);
             ToolOutput::ok(format!(

@@ -3,6 +3,7 @@
 
 use std::fs;
 
+use crate::mkfifo;
 use serde_json::json;
 use whittle_tools::skills::{SkillError, parse_skill};
 use whittle_tools::{
@@ -154,6 +155,18 @@ fn malformed_front_matter_is_a_clear_error() {
     }
 }
 
+/// Each problem as `folder: message`.
+fn problems(skills: &Skills) -> Vec<String> {
+    skills
+        .problems
+        .iter()
+        .map(|p| {
+            let folder = p.path.parent().unwrap().file_name().unwrap();
+            format!("{}: {}", folder.to_str().unwrap(), p.message)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn skills_are_discovered_listed_and_loaded() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,23 +187,7 @@ async fn skills_are_discovered_listed_and_loaded() {
     let skills = Skills::discover(dir.path());
     let names: Vec<&str> = skills.skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["release"]);
-    let problems: Vec<String> = skills
-        .problems
-        .iter()
-        .map(|p| {
-            format!(
-                "{}: {}",
-                p.path
-                    .parent()
-                    .unwrap()
-                    .file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap(),
-                p.message
-            )
-        })
-        .collect();
+    let problems = problems(&skills);
     assert_eq!(problems.len(), 4, "{problems:?}");
     assert!(problems[0].starts_with("binary: "));
     assert!(problems[1].starts_with("broken: no front matter"));
@@ -229,4 +226,75 @@ async fn skills_are_discovered_listed_and_loaded() {
         out.content,
         "no skill named \"x\": this workspace has no skills"
     );
+}
+
+/// Puts a link at `at` to `target`, as a repository may ship one.
+fn link(target: impl AsRef<std::path::Path>, at: impl AsRef<std::path::Path>) {
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+#[tokio::test]
+async fn skills_are_never_read_through_a_link_out_of_the_workspace() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = "---\nname: secret\ndescription: from outside\n---\nTOP SECRET\n";
+    fs::create_dir_all(outside.path().join("skills/x")).unwrap();
+    fs::write(outside.path().join("SKILL.md"), secret).unwrap();
+    fs::write(outside.path().join("skills/x/SKILL.md"), secret).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let skills_dir = ws.join(".whittle/skills");
+    for folder in ["a", "b", "docs", "fifo", "zero"] {
+        fs::create_dir_all(skills_dir.join(folder)).unwrap();
+    }
+    fs::write(
+        skills_dir.join("a/SKILL.md"),
+        "---\nname: a\ndescription: plain\n---\nA\n",
+    )
+    .unwrap();
+    // A link that stays inside the workspace is read.
+    fs::create_dir_all(ws.join("docs")).unwrap();
+    fs::write(
+        ws.join("docs/skill.md"),
+        "---\nname: docs\ndescription: linked\n---\nD\n",
+    )
+    .unwrap();
+    link("../../../docs/skill.md", skills_dir.join("docs/SKILL.md"));
+    link(
+        outside.path().join("SKILL.md"),
+        skills_dir.join("b/SKILL.md"),
+    );
+    // A skill folder that is a link out of the workspace.
+    link(outside.path().join("skills/x"), skills_dir.join("c"));
+    link("/dev/zero", skills_dir.join("zero/SKILL.md"));
+    mkfifo(&skills_dir.join("fifo/SKILL.md"));
+
+    let skills = Skills::discover(ws);
+    let names: Vec<&str> = skills.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["a", "docs"]);
+    let problems = problems(&skills);
+    assert_eq!(
+        problems,
+        [
+            "b: SKILL.md leads outside the workspace: not read",
+            "c: SKILL.md leads outside the workspace: not read",
+            "fifo: SKILL.md is not a regular file",
+            "zero: SKILL.md leads outside the workspace: not read",
+        ]
+    );
+    let ctx = ToolContext::new(ws);
+    for name in ["b", "c", "secret"] {
+        let out = LoadSkillTool.run(json!({"name": name}), &ctx).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(!out.content.contains("TOP SECRET"), "{}", out.content);
+    }
+    let out = LoadSkillTool.run(json!({"name": "docs"}), &ctx).await;
+    assert!(out.content.contains("\nD\n"), "{}", out.content);
+
+    // The skills folder itself may not lead outside either.
+    let other = tempfile::tempdir().unwrap();
+    link(outside.path(), other.path().join(".whittle"));
+    let skills = Skills::discover(other.path());
+    assert!(skills.skills.is_empty(), "{skills:?}");
+    assert_eq!(skills.problems.len(), 1, "{skills:?}");
+    assert!(skills.problems[0].message.contains("outside the workspace"));
 }
