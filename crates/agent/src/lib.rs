@@ -23,6 +23,7 @@ mod hooks;
 mod instructions;
 mod prompt;
 mod session;
+mod session_key;
 mod summarizer;
 
 pub use agent::{
@@ -37,5 +38,8 @@ pub use environment::environment_block;
 pub use hooks::{CommandHook, Hook, HookDecision, HookEvent, HookKind, Hooks};
 pub use instructions::{InstructionFile, ProjectInstructions, instructions_chars};
 pub use prompt::{EMBEDDED_TOOLS, embedded_system_prompt, session_system_prompt, system_prompt};
-pub use session::{SessionFileError, SessionInfo, SessionWriter, find_session, list_sessions};
+pub use session::{
+    SessionFileError, SessionInfo, SessionWriter, check_sealed, find_session, list_sessions,
+};
+pub use session_key::{SessionHeader, SessionKey, SessionKeyError};
 pub use summarizer::{PROGRESS_STEP_CHARS, ProviderSummarizer, SummaryProgress};

@@ -4,6 +4,7 @@
 //! replay importer reads it too. Every record is written and flushed as one
 //! line, so a crash loses at most the line being written.
 
+use crate::session_key::{SessionHeader, SessionKey};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,27 @@ pub struct SessionWriter {
     path: PathBuf,
     file: File,
     redactor: Redactor,
+}
+
+/// Refuses the log at `path` (read back as `state`) unless `key` sealed its
+/// header: see [`SessionKey`].
+pub fn check_sealed(
+    path: &Path,
+    state: &SessionState,
+    key: &SessionKey,
+) -> Result<(), SessionFileError> {
+    let header = SessionHeader {
+        id: &state.id,
+        model: &state.model,
+        cwd: &state.cwd,
+        created_ms: state.created_ms,
+    };
+    match &state.seal {
+        Some(seal) if key.is_seal_of(seal, header) => Ok(()),
+        _ => Err(SessionFileError::NotSealed {
+            path: path.to_path_buf(),
+        }),
+    }
 }
 
 /// A session found on disk.
@@ -47,6 +69,16 @@ pub enum SessionFileError {
     /// The log could not be read back.
     #[error(transparent)]
     Read(#[from] SessionError),
+    /// A log whose header the person's key did not seal: it came with the
+    /// folder, or from another account or an older whittle.
+    #[error(
+        "session log {} was not started by whittle under your account (a folder can ship .whittle/sessions/), so it is not taken for yours; pass --trust-project to use it anyway",
+        path.display()
+    )]
+    NotSealed {
+        /// The log.
+        path: PathBuf,
+    },
     /// No session with that id (or none at all).
     #[error("no session {0} in .whittle/sessions (see /sessions)")]
     NotFound(String),
@@ -79,8 +111,14 @@ fn now_ms() -> u64 {
 }
 
 impl SessionWriter {
-    /// Starts a new session log in `dir`.
-    pub fn create(dir: &Path, model: &str, cwd: &Path) -> Result<Self, SessionFileError> {
+    /// Starts a new session log in `dir`, its header sealed with `key`
+    /// when there is one.
+    pub fn create(
+        dir: &Path,
+        model: &str,
+        cwd: &Path,
+        key: Option<&SessionKey>,
+    ) -> Result<Self, SessionFileError> {
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let ms = now_ms();
         // Time first, so names sort by age; the pid keeps parallel sessions apart.
@@ -97,12 +135,22 @@ impl SessionWriter {
             file,
             redactor: Redactor::default(),
         };
+        let cwd = cwd.display().to_string();
+        let seal = key.map(|key| {
+            key.seal(SessionHeader {
+                id: &id,
+                model,
+                cwd: &cwd,
+                created_ms: ms,
+            })
+        });
         writer.append(&SessionRecord::Session {
             format: SESSION_FORMAT.into(),
             id,
             model: model.into(),
-            cwd: cwd.display().to_string(),
+            cwd,
             created_ms: ms,
+            seal,
         })?;
         Ok(writer)
     }
@@ -228,7 +276,7 @@ mod tests {
     #[test]
     fn resume_drops_a_cut_last_line_and_appends_cleanly() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = SessionWriter::create(dir.path(), "m", dir.path()).unwrap();
+        let mut w = SessionWriter::create(dir.path(), "m", dir.path(), None).unwrap();
         w.append(&SessionRecord::Message {
             message: Message::user("hi"),
             refs: Vec::new(),

@@ -75,6 +75,8 @@ impl Setup {
             reasoning: whittle_llm::Reasoning::default(),
             sandbox: whittle_tools::Sandbox::none(),
             redactor: whittle_protocol::Redactor::default(),
+            session_key: None,
+            resume_unsealed: false,
         }
     }
 

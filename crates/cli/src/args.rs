@@ -174,7 +174,8 @@ pub struct AgentArgs {
     pub cwd: Option<PathBuf>,
 
     /// Apply this folder's .whittle/config.toml in full for this run, hooks,
-    /// allow rules and permission_mode included, without remembering it.
+    /// allow rules and permission_mode included, and resume a session log
+    /// whittle did not start under your account, without remembering it.
     #[arg(long)]
     pub trust_project: bool,
 
@@ -386,6 +387,10 @@ pub struct RewindArgs {
     /// Do not ask before restoring.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Use a session log whittle did not start under your account (one
+    /// that came with the folder, or from an older whittle).
+    #[arg(long)]
+    pub trust_project: bool,
 }
 
 /// `whittle diff`.

@@ -1,5 +1,6 @@
 //! What a session is configured with, apart from its components.
 
+use crate::SessionKey;
 use std::path::PathBuf;
 use whittle_context::Limits;
 use whittle_llm::Reasoning;
@@ -45,4 +46,10 @@ pub struct AgentConfig {
     pub sandbox: Sandbox,
     /// Known secret values, replaced in tool results and the session log.
     pub redactor: Redactor,
+    /// Seals the logs this agent starts; with one, a log it did not seal is
+    /// not resumed unless `resume_unsealed` (see [`SessionKey`]).
+    pub session_key: Option<SessionKey>,
+    /// Resume logs the key did not seal (the person said the folder's
+    /// content is theirs).
+    pub resume_unsealed: bool,
 }

@@ -34,7 +34,7 @@ pub use uncompact::Uncompacted;
 pub use usage::{UsageMeter, UsageTotals};
 
 use crate::hooks::{HookEvent, Hooks};
-use crate::session::SessionWriter;
+use crate::session::{SessionWriter, check_sealed};
 use approval::Approvals;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -193,8 +193,13 @@ impl Agent {
     /// Starts logging to a new session in `.whittle/sessions/`.
     pub fn start_session(&mut self) -> Result<&Path, AgentError> {
         let dir = self.config.state_dir.join("sessions");
-        let writer = SessionWriter::create(&dir, &self.config.model_label, &self.config.workspace)?
-            .redacting(self.config.redactor.clone());
+        let writer = SessionWriter::create(
+            &dir,
+            &self.config.model_label,
+            &self.config.workspace,
+            self.config.session_key.as_ref(),
+        )?
+        .redacting(self.config.redactor.clone());
         self.compactor.store().name_transcript(writer.id());
         if let Err(e) = self.compactor.store().open_transcript() {
             // A log with a header alone would be the newest session to
@@ -212,6 +217,11 @@ impl Agent {
     /// gone missing are reported, not fatal.
     pub fn resume_session(&mut self, path: &Path) -> Result<Resumed, AgentError> {
         let (writer, state) = SessionWriter::resume(path)?;
+        if let Some(key) = &self.config.session_key
+            && !self.config.resume_unsealed
+        {
+            check_sealed(path, &state, key)?;
+        }
         let mut problems = state.problems;
         let store = self.compactor.store();
         store.name_transcript(writer.id());

@@ -6,6 +6,7 @@
 //! a picker, a restore and a diff.
 
 use crate::args::{DiffArgs, GcArgs, RewindArgs};
+use crate::config::Settings;
 use crate::ui::render::out_line;
 use crate::ui::style::Style;
 use anyhow::{Context, bail};
@@ -15,29 +16,50 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use whittle_agent::{
-    Agent, EventSink, RewindScope, checkpoint_store_dir, find_session, open_checkpoint_store,
-    rewind_session_log, session_rewind_points,
+    Agent, EventSink, RewindScope, check_sealed, checkpoint_store_dir, find_session,
+    open_checkpoint_store, rewind_session_log, session_rewind_points,
 };
 use whittle_checkpoint::{CheckpointId, GcLimits, RestoreReport, UntrackedReason};
 use whittle_context::session::{
     CheckpointMark, RewindPoint, RewindTarget, SessionRecord, checkpoint_marks, parse_records,
+    read_session,
 };
 use whittle_protocol::Redactor;
 
-/// The newest session of the workspace, or the one `id` names.
-/// The checkpoint size cap the sessions here use: the configured one (as
-/// a session would read it), else the default.
-fn max_file_size(workspace: &Path) -> u64 {
+/// The settings a session here would have.
+fn settings_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Settings> {
     let args = crate::args::AgentArgs {
         cwd: Some(workspace.to_path_buf()),
+        trust_project,
         ..Default::default()
     };
     let env = |k: &str| std::env::var(k).ok();
     crate::config::load(&args, &env, None)
+}
+
+/// The checkpoint size cap the sessions here use: the configured one (as
+/// a session would read it), else the default.
+fn max_file_size(workspace: &Path) -> u64 {
+    settings_here(workspace, false)
         .map(|s| s.checkpoint_max_file_size)
         .unwrap_or(whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE)
 }
 
+/// Refuses a log the person's key did not seal (one that came with the
+/// folder), unless the folder is trusted: its checkpoints would be offered
+/// as states the person had.
+fn check_own_session(workspace: &Path, log: &Path, trust_project: bool) -> anyhow::Result<()> {
+    let settings = settings_here(workspace, trust_project)?;
+    if let Some(key) = &settings.session_key
+        && !settings.folder_trusted
+    {
+        let state = read_session(log)?;
+        check_sealed(log, &state, key)?;
+    }
+    Ok(())
+}
+
+/// The newest session of the workspace, or the one `id` names.
 fn session_log(workspace: &Path, id: Option<&str>) -> anyhow::Result<PathBuf> {
     let dir = workspace.join(".whittle").join("sessions");
     find_session(&dir, id).map_err(|e| match id {
@@ -90,6 +112,7 @@ fn stat_text(files: u64, ins: u64, del: u64) -> String {
 pub fn rewind(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     let workspace = crate::config::workspace(args.cwd.as_deref())?;
     let log = session_log(&workspace, args.session.as_deref())?;
+    check_own_session(&workspace, &log, args.trust_project)?;
     let session = session_id(&log);
     if args.list {
         let marks = marks(&log)?;

@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use trust::Widening;
-use whittle_agent::CommandHook;
+use whittle_agent::{CommandHook, SessionKey};
 use whittle_context::TokenBudget;
 use whittle_llm::{ModelFactsOverride, ModelSpec, Reasoning};
 use whittle_mcp::{ServerConfig, ServerEntry};
@@ -107,6 +107,12 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// Whether the REPL prints its status line after each turn.
     pub status_line: bool,
+    /// The person's key that seals the session logs whittle starts (see
+    /// `whittle_agent::SessionKey`); `None` when it could not be had.
+    pub session_key: Option<SessionKey>,
+    /// Whether the person said this folder's content is theirs (trusted,
+    /// or `--trust-project`): then a log the key did not seal is resumed.
+    pub folder_trusted: bool,
 }
 
 /// `.whittle` in `workspace`: where its sessions, saved outputs and
@@ -147,7 +153,8 @@ pub type AskTrust<'a> = &'a dyn Fn(&Widening) -> bool;
 /// named in [`Settings::withheld`].
 pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow::Result<Settings> {
     let workspace = workspace(args.cwd.as_deref())?;
-    if !args.trust_project && !trust::is_trusted(env, &workspace) {
+    let mut folder_trusted = args.trust_project || trust::is_trusted(env, &workspace);
+    if !folder_trusted {
         state_dir::refuse_links(&workspace)?;
     }
     let mut layers = Vec::new();
@@ -164,11 +171,11 @@ pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow
             .and_then(|(_, user): &(PathBuf, FileConfig)| user.permission_mode)
             .unwrap_or_default();
         if let Some(w) = Widening::of(&project, &config, base)
-            && !args.trust_project
-            && !trust::is_trusted(env, &workspace)
+            && !folder_trusted
         {
             if ask.is_some_and(|ask| ask(&w)) {
                 trust::remember(env, &workspace)?;
+                folder_trusted = true;
             } else {
                 w.withhold_from(&mut config);
                 withheld = Some(w);
@@ -178,6 +185,17 @@ pub fn load(args: &AgentArgs, env: Env<'_>, ask: Option<AskTrust<'_>>) -> anyhow
     }
     let mut settings = resolve(workspace, layers, args, env)?;
     settings.withheld = withheld;
+    settings.folder_trusted = folder_trusted;
+    settings.session_key =
+        match trust::session_key_path(env).map(|p| SessionKey::load_or_create(&p)) {
+            Some(Ok(key)) => Some(key),
+            // Sessions still work, unsealed, and any log is resumed.
+            Some(Err(e)) => {
+                eprintln!("whittle: {e}; session logs are not sealed");
+                None
+            }
+            None => None,
+        };
     Ok(settings)
 }
 
@@ -241,6 +259,8 @@ impl Settings {
             withheld: None,
             sandbox: SandboxSettings::default(),
             status_line: true,
+            session_key: None,
+            folder_trusted: false,
         }
     }
 

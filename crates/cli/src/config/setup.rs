@@ -148,6 +148,8 @@ pub fn agent_config(
         reasoning: settings.reasoning,
         sandbox: Sandbox::none(),
         redactor: Redactor::default(),
+        session_key: settings.session_key.clone(),
+        resume_unsealed: settings.folder_trusted,
     }
 }
 

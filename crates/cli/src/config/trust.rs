@@ -165,6 +165,12 @@ pub fn trusted_folders_path(env: Env<'_>) -> Option<PathBuf> {
     user_config_path(env).map(|p| p.with_file_name("trusted-folders"))
 }
 
+/// The person's session key (see `whittle_agent::SessionKey`), next to
+/// the trusted folders: outside every workspace.
+pub fn session_key_path(env: Env<'_>) -> Option<PathBuf> {
+    user_config_path(env).map(|p| p.with_file_name("session-key"))
+}
+
 /// Whether the person trusted `workspace` (an absolute, canonical path).
 pub fn is_trusted(env: Env<'_>, workspace: &Path) -> bool {
     let Some(path) = trusted_folders_path(env) else {

@@ -55,6 +55,10 @@ impl Harness {
             workspace: tempfile::tempdir().unwrap(),
         };
         std::fs::create_dir_all(h.config_home().join("whittle")).unwrap();
+        // A person who ran whittle before has a session key: the first run's
+        // making it is not a change outside the workspace the tests look for.
+        whittle_agent::SessionKey::load_or_create(&h.config_home().join("whittle/session-key"))
+            .unwrap();
         h
     }
 

@@ -108,7 +108,7 @@ fn script_the_changes(h: &Harness) {
     h.server.push(Reply::text("all done"));
 }
 
-fn sub(h: &Harness, args: &[&str]) -> std::process::Output {
+pub(crate) fn sub(h: &Harness, args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_whittle"));
     h.set_env(&mut cmd);
     cmd.args(args)

@@ -45,6 +45,11 @@ pub enum SessionRecord {
         cwd: String,
         /// Milliseconds since the Unix epoch.
         created_ms: u64,
+        /// The person's key's seal of the fields above, when whittle started
+        /// the log with one: a log without it, or with another's, did not
+        /// start here (a repository can ship `.whittle/sessions/`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seal: Option<String>,
     },
     /// What the person typed, captured where input enters the loop: the
     /// active request that compaction keeps.
@@ -173,6 +178,12 @@ pub struct SessionState {
     pub id: String,
     /// `PROVIDER:MODEL` it started with.
     pub model: String,
+    /// The workspace it started in, as its header says.
+    pub cwd: String,
+    /// When it started, as its header says.
+    pub created_ms: u64,
+    /// Its header's seal, if any.
+    pub seal: Option<String>,
     /// The history as the agent last had it (compactions applied), repaired
     /// so that it is a valid request prefix: see [`repair_unanswered`].
     pub history: Vec<Message>,
@@ -289,13 +300,24 @@ pub fn parse_session(path: &Path, text: &str) -> Result<SessionState, SessionErr
     let mut first = true;
     for (line, record) in parse_records(path, text)? {
         if first {
-            let SessionRecord::Session { id, model, .. } = &record else {
+            let SessionRecord::Session {
+                id,
+                model,
+                cwd,
+                created_ms,
+                seal,
+                ..
+            } = &record
+            else {
                 return Err(SessionError::NotASession {
                     path: path.to_path_buf(),
                 });
             };
             state.id = id.clone();
             state.model = model.clone();
+            state.cwd = cwd.clone();
+            state.created_ms = *created_ms;
+            state.seal = seal.clone();
             first = false;
             continue;
         }
@@ -460,6 +482,7 @@ mod tests {
             model: "anthropic:claude-sonnet-5-5".into(),
             cwd: "/w".into(),
             created_ms: 1,
+            seal: None,
         });
         text += &line(&SessionRecord::Input {
             text: "fix it".into(),
@@ -496,6 +519,7 @@ mod tests {
             model: "m".into(),
             cwd: "/".into(),
             created_ms: 0,
+            seal: None,
         });
         for m in [
             Message::user("a"),

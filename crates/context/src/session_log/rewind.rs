@@ -252,6 +252,7 @@ mod tests {
             model: "m".into(),
             cwd: "/w".into(),
             created_ms: 0,
+            seal: None,
         })
     }
 
