@@ -37,7 +37,7 @@ pub(crate) fn load_tree(objects: &Objects, id: &ObjectId) -> Result<Tree, Checkp
     if *id == empty_tree_id() {
         return Ok(Tree::default());
     }
-    Tree::decode(&objects.read(id)?)
+    Tree::decode(&objects.read(id)?, &objects.path(id))
 }
 
 fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {

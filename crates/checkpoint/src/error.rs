@@ -31,6 +31,21 @@ pub enum CheckpointError {
     /// An object or record in the store does not read back as written.
     #[error("checkpoint store is corrupt: {0}")]
     Corrupt(String),
+    /// A tree in the store names an entry that is no plain name of one
+    /// entry of its folder (`..`, `a/b`, an absolute path, `.git`, or
+    /// `.whittle` at the root). The scan never records one, so the store
+    /// was forged (a repository can ship one); a restore following it
+    /// would write outside the workspace or into `.git`.
+    #[error(
+        "checkpoint store file {path} names an entry {name:?} that would reach outside its \
+         folder or into .git or .whittle (a forged store?); refusing to restore from it"
+    )]
+    UnsafeName {
+        /// The tree object holding the name.
+        path: PathBuf,
+        /// The name, lossily as text.
+        name: String,
+    },
 }
 
 impl CheckpointError {

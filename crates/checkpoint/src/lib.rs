@@ -55,6 +55,7 @@ mod error;
 mod gc;
 mod hash;
 mod lock;
+mod name;
 mod objects;
 mod options;
 mod restore;

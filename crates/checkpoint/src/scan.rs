@@ -6,7 +6,7 @@ use crate::cache::{CacheEntry, CacheMap, Stat};
 use crate::error::CheckpointError;
 use crate::hash::ObjectId;
 use crate::objects::Objects;
-use crate::tree::{Entry, Kind, Tree};
+use crate::tree::{Entry, Kind, PERMISSION_BITS, Tree};
 use crate::untracked::{Untracked, UntrackedReason};
 use crate::watch::Watcher;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -438,7 +438,8 @@ impl Scanner<'_> {
                     let entry = Entry {
                         name: name.to_vec(),
                         kind: Kind::Dir,
-                        mode: std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+                        mode: std::os::unix::fs::PermissionsExt::mode(&meta.permissions())
+                            & PERMISSION_BITS,
                         id: d.id.unwrap_or(ObjectId([0; 32])),
                     };
                     (Outcome::Tracked(entry), d)
@@ -488,7 +489,7 @@ impl Scanner<'_> {
             let entry = Entry {
                 name: name.to_vec(),
                 kind: Kind::File,
-                mode: stat.mode & 0o777,
+                mode: stat.mode & PERMISSION_BITS,
                 id: hit.id,
             };
             return Ok((Outcome::Tracked(entry), sub));
@@ -520,7 +521,7 @@ impl Scanner<'_> {
         let entry = Entry {
             name: name.to_vec(),
             kind: Kind::File,
-            mode: read.stat.mode & 0o777,
+            mode: read.stat.mode & PERMISSION_BITS,
             id,
         };
         Ok((Outcome::Tracked(entry), sub))

@@ -7,7 +7,7 @@ use crate::hash::ObjectId;
 use crate::lock::StoreLock;
 use crate::objects::Objects;
 use crate::options::Options;
-use crate::restore::{RestoreReport, Restorer};
+use crate::restore::{self, Folder, RestoreReport, Restorer};
 use crate::scan::{Memo, Scan, Scanner};
 use crate::tree::Kind;
 use crate::untracked::{self, Untracked};
@@ -207,8 +207,10 @@ impl Store {
         let target = self.read_record(id)?;
         let target_untracked = untracked::decode(&self.objects.read(&target.untracked()?)?)?;
         let before = self.snapshot_locked(Some(&format!("before restoring {id}")))?;
+        let target_root = target.root()?;
+        restore::check(&self.objects, &before.root, &target_root)?;
         let current = load_tree(&self.objects, &before.root)?;
-        let wanted = load_tree(&self.objects, &target.root()?)?;
+        let wanted = load_tree(&self.objects, &target_root)?;
         let mut restorer = Restorer {
             objects: &self.objects,
             protected: target_untracked
@@ -219,7 +221,18 @@ impl Store {
             removed: Vec::new(),
             failed: Vec::new(),
         };
-        restorer.dir(&self.workspace, b"", &current, &wanted)?;
+        restorer.dir(
+            &self.workspace,
+            b"",
+            Folder {
+                id: &before.root,
+                tree: &current,
+            },
+            Folder {
+                id: &target_root,
+                tree: &wanted,
+            },
+        )?;
         let mut left_alone: Vec<Untracked> = target_untracked
             .into_iter()
             .chain(before.untracked.iter().cloned())

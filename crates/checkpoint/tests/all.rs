@@ -5,6 +5,8 @@
 mod common;
 mod concurrent;
 mod diff_gc;
+mod forge;
+mod forged_tree;
 mod hostile;
 mod incremental;
 mod props;
