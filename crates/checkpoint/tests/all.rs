@@ -9,6 +9,7 @@ mod forge;
 mod forged_tree;
 mod hostile;
 mod incremental;
+mod poisoned;
 mod props;
 mod scenario;
 mod untracked;

@@ -29,6 +29,11 @@ pub fn put_object(store: &Path, content: &[u8]) -> String {
     hex
 }
 
+/// Where the object `hex` lives.
+pub fn object_path(store: &Path, hex: &str) -> std::path::PathBuf {
+    store.join("objects").join(&hex[..2]).join(&hex[2..])
+}
+
 /// A tree object's bytes (`whittle-tree-1`), entries in the order given.
 pub fn tree_bytes(entries: &[Entry<'_>]) -> Vec<u8> {
     let mut out = b"whittle-tree-1\n".to_vec();
