@@ -49,6 +49,7 @@
 //! ```
 
 mod cache;
+mod capped;
 mod checkpoint;
 mod diff;
 mod error;

@@ -3,6 +3,7 @@
 //! directory bottom-up.
 
 use crate::cache::{CacheEntry, CacheMap, Stat};
+use crate::capped::{Capped, read_capped};
 use crate::error::CheckpointError;
 use crate::hash::ObjectId;
 use crate::objects::Objects;
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs::{self, File, FileType};
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -546,6 +547,8 @@ enum Read_ {
 /// Reads a regular file without following a symlink or blocking on a FIFO
 /// swapped in after the directory was listed; a file that changes while
 /// read is read again (a few times), then taken as read but not cached.
+/// One that holds more than `cap` once read is too large, whatever its
+/// size said ([`read_capped`]).
 fn read_stable(path: &Path, cap: u64) -> io::Result<Read_> {
     let mut last = None;
     for _ in 0..3 {
@@ -561,13 +564,10 @@ fn read_stable(path: &Path, cap: u64) -> io::Result<Read_> {
         if before.len() > cap {
             return Ok(Read_::TooLarge);
         }
-        let mut bytes = Vec::with_capacity(before.len() as usize);
-        Read::by_ref(&mut file)
-            .take(cap + 1)
-            .read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > cap {
-            return Ok(Read_::TooLarge);
-        }
+        let bytes = match read_capped(&mut file, before.len(), cap)? {
+            Capped::Content(bytes) => bytes,
+            Capped::TooLarge => return Ok(Read_::TooLarge),
+        };
         let stat = Stat::of(&before);
         let after = Stat::of(&file.metadata()?);
         let stable = stat == after && bytes.len() as u64 == stat.size && same_path(&file, path);

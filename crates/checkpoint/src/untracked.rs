@@ -20,7 +20,7 @@ pub struct Untracked {
 pub enum UntrackedReason {
     /// Matched by a `.gitignore` (or `.git/info/exclude`).
     Ignored,
-    /// A regular file over the size cap.
+    /// A regular file over the size cap (or too large to hold in memory).
     TooLarge,
     /// A FIFO, socket or device: never opened.
     Special,

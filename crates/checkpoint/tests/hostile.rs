@@ -115,3 +115,58 @@ fn an_unknown_id_is_an_error_not_a_panic() {
     let id = "0123456789abcdef".parse().unwrap();
     assert!(matches!(s.restore(&id), Err(CheckpointError::NotFound(_))));
 }
+
+/// The test that [`a_huge_sparse_file_is_listed_not_allocated`] runs in
+/// a child process of this same test binary.
+const SPARSE_CHILD: &str = "hostile::a_huge_sparse_file_under_a_memory_cap";
+
+/// An 8 TiB sparse file under a size cap raised past it once aborted the
+/// process ("memory allocation of 8796093022208 bytes failed"): the read
+/// allocated the file's size up front. It is run in a child whose address
+/// space is capped (`ulimit -v`), so reading fails fast instead of filling
+/// the machine's memory, and an abort fails the child, not this binary.
+#[test]
+fn a_huge_sparse_file_is_listed_not_allocated() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -v 524288 && exec "$0" --exact "$1" --ignored --nocapture --test-threads=1"#)
+        .arg(&exe)
+        .arg(SPARSE_CHILD)
+        .env("WHITTLE_TEST_MEMORY_CAPPED", "1")
+        .env("MALLOC_ARENA_MAX", "2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+#[ignore = "run by a_huge_sparse_file_is_listed_not_allocated, under a memory cap"]
+fn a_huge_sparse_file_under_a_memory_cap() {
+    if std::env::var_os("WHITTLE_TEST_MEMORY_CAPPED").is_none() {
+        // Without the cap this would read until memory runs out.
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fs::write(root.join("small.txt"), "small\n").unwrap();
+    let huge = fs::File::create(root.join("huge.img")).unwrap();
+    huge.set_len(8 << 40).unwrap();
+    drop(huge);
+    let options = Options {
+        max_file_size: u64::MAX,
+        watch_changes: false,
+    };
+    let mut s = Store::open(root, &root.join(".whittle/checkpoints"), options).unwrap();
+    let first = s.snapshot(None).unwrap();
+    assert_eq!(first.scan.files, 1);
+    assert_eq!(first.untracked.len(), 1);
+    assert_eq!(first.untracked[0].path, PathBuf::from("huge.img"));
+    assert_eq!(first.untracked[0].reason, UntrackedReason::TooLarge);
+}
