@@ -28,10 +28,10 @@ mod summarizer;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Approval, Approver, COMPACT_ACK, ContextBreakdown,
-    DEFAULT_CHECKPOINT_MAX_FILE_SIZE, DEFAULT_GC_LIMITS, DenyAsks, EventSink, MeterChoice, Resumed,
-    RewindScope, Rewound, TurnOutcome, Uncompacted, UsageMeter, UsageTotals, checkpoint_store_dir,
-    checkpoints_refused, gc_if_due, open_checkpoint_store, rewind_session_log,
-    session_rewind_points,
+    DEFAULT_CHECKPOINT_MAX_FILE_SIZE, DEFAULT_GC_LIMITS, DenyAsks, EventSink, MeterChoice,
+    OpenedStore, Resumed, RewindScope, Rewound, StoreOwner, TurnOutcome, Uncompacted, UsageMeter,
+    UsageTotals, checkpoint_store_dir, checkpoints_refused, gc_if_due, open_checkpoint_store,
+    rewind_session_log, session_rewind_points,
 };
 pub use builtin::{CompactInput, CompactTool, TaskInput, TaskTool};
 pub use environment::environment_block;

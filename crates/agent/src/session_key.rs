@@ -134,6 +134,17 @@ impl SessionKey {
         blake3::Hash::from_hex(seal).is_ok_and(|given| given == self.hash(header))
     }
 
+    /// The seal of `text` for `purpose` (a folder a store belongs to, say):
+    /// 64 hex digits no other purpose or text shares.
+    pub fn seal_text(&self, purpose: &str, text: &str) -> String {
+        let mut hasher = blake3::Hasher::new_keyed(&self.0);
+        for part in [purpose, text] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
     fn hash(&self, h: SessionHeader<'_>) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.0);
         // Lengths first, so no two headers give the same bytes.
@@ -174,6 +185,11 @@ mod tests {
         assert!(!key.is_seal_of("not hex", header("/w")));
         let other = SessionKey::load_or_create(&dir.path().join("other")).unwrap();
         assert!(!other.is_seal_of(&seal, header("/w")), "another key");
+        let text = key.seal_text("store", "/w");
+        assert_eq!(text, again.seal_text("store", "/w"));
+        assert_ne!(text, key.seal_text("store", "/w2"));
+        assert_ne!(text, key.seal_text("stor", "e/w"));
+        assert_ne!(text, other.seal_text("store", "/w"));
     }
 
     #[test]

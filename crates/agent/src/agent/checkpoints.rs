@@ -7,6 +7,7 @@
 use super::Agent;
 use super::error::AgentError;
 use super::events::{AgentEvent, EventSink};
+use crate::SessionKey;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use whittle_checkpoint::{
@@ -44,17 +45,84 @@ pub fn checkpoints_refused(workspace: &Path) -> Option<&'static str> {
     (ws == home).then_some("the workspace is your home folder")
 }
 
+/// Who may use a workspace's checkpoint store: the person whose key made it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreOwner<'a> {
+    /// The person's key; without one, any store is used (tests, an account
+    /// with no config folder).
+    pub key: Option<&'a SessionKey>,
+    /// The person said the folder's content is theirs: a store the key did
+    /// not make is adopted, not set aside.
+    pub trusted: bool,
+}
+
+/// A store opened, and where one whittle did not make was moved first.
+pub struct OpenedStore {
+    /// The store.
+    pub store: Store,
+    /// Where a store the key did not make went (`.whittle/quarantine/`),
+    /// if one was there.
+    pub set_aside: Option<PathBuf>,
+}
+
+/// The file in a store that names its owner: the key's seal of the
+/// workspace.
+const OWNER_FILE: &str = "owner";
+
 /// Opens the workspace's store, after the checks the agent makes; files
 /// over `max_file_size` bytes are listed, not kept.
+///
+/// A repository can ship `.whittle/checkpoints/`: records, trees and
+/// objects of its author's choosing (a record dated in the future that
+/// every snapshot diffs against, trees nested past any stack). The store
+/// whittle makes holds the key's seal of the workspace; one without it, in
+/// a folder not trusted, is moved aside whole to `.whittle/quarantine/`
+/// (nothing is deleted) and a new store started.
 pub fn open_checkpoint_store(
     workspace: &Path,
     max_file_size: u64,
-) -> Result<Store, CheckpointError> {
+    owner: StoreOwner<'_>,
+) -> Result<OpenedStore, CheckpointError> {
     let options = Options {
         max_file_size,
         ..Options::default()
     };
-    Store::open(workspace, &checkpoint_store_dir(workspace), options)
+    let dir = checkpoint_store_dir(workspace);
+    let seal = owner
+        .key
+        .map(|key| key.seal_text("checkpoint store", &workspace.display().to_string()));
+    let owned = seal.as_ref().is_none_or(|seal| {
+        whittle_sandbox::read_regular_file(&dir.join(OWNER_FILE), 256)
+            .is_ok_and(|bytes| bytes == seal.as_bytes())
+    });
+    let mut set_aside = None;
+    if !owned && !owner.trusted && std::fs::symlink_metadata(&dir).is_ok() {
+        let quarantine = workspace.join(".whittle").join("quarantine");
+        let to = quarantine.join(format!(
+            "checkpoints-{}",
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis())
+        ));
+        std::fs::create_dir_all(&quarantine)
+            .and_then(|()| std::fs::rename(&dir, &to))
+            .map_err(|source| CheckpointError::StoreUnusable {
+                path: dir.clone(),
+                source,
+            })?;
+        set_aside = Some(to);
+    }
+    let store = Store::open(workspace, &dir, options)?;
+    if let Some(seal) = seal.filter(|_| !owned) {
+        let path = dir.join(OWNER_FILE);
+        whittle_store::write_atomic(&path, seal.as_bytes()).map_err(|e| {
+            CheckpointError::StoreUnusable {
+                path,
+                source: std::io::Error::other(e),
+            }
+        })?;
+    }
+    Ok(OpenedStore { store, set_aside })
 }
 
 /// The size over which a file is not kept, unless configured.
@@ -167,14 +235,29 @@ impl Agent {
             return false;
         }
         let max_file_size = self.checkpoints.max_file_size;
+        let key = self.config.session_key.clone();
+        let trusted = self.config.resume_unsealed;
         let opened = tokio::task::spawn_blocking(move || {
-            let mut store = open_checkpoint_store(&workspace, max_file_size)?;
+            let owner = StoreOwner {
+                key: key.as_ref(),
+                trusted,
+            };
+            let OpenedStore {
+                mut store,
+                set_aside,
+            } = open_checkpoint_store(&workspace, max_file_size, owner)?;
             let gc = gc_if_due(&mut store, &workspace);
-            Ok::<_, CheckpointError>((store, gc))
+            Ok::<_, CheckpointError>((store, gc, set_aside))
         })
         .await;
         match opened {
-            Ok(Ok((store, gc))) => {
+            Ok(Ok((store, gc, set_aside))) => {
+                if let Some(to) = set_aside {
+                    sink.on_event(AgentEvent::Warning(format!(
+                        "the checkpoint store in .whittle/ was not made by whittle under your account (did it come with the folder?): it was moved to {} and a new one started",
+                        to.display()
+                    )));
+                }
                 if let Some(Err(e)) = gc {
                     sink.on_event(AgentEvent::Warning(format!("checkpoint gc failed: {e}")));
                 }
@@ -328,13 +411,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_store_the_key_did_not_make_is_set_aside_unless_trusted() {
+        let root = tempfile::tempdir().unwrap();
+        let key = SessionKey::load_or_create(&root.path().join("key")).unwrap();
+        let ws = root.path().join("ws");
+        let shipped = checkpoint_store_dir(&ws).join("checkpoints");
+        std::fs::create_dir_all(&shipped).unwrap();
+        std::fs::write(shipped.join("ffffffffffffffff"), "from the repository").unwrap();
+        let owner = StoreOwner {
+            key: Some(&key),
+            trusted: false,
+        };
+        let opened = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, owner).unwrap();
+        let to = opened.set_aside.unwrap();
+        assert!(to.starts_with(ws.join(".whittle/quarantine")), "{to:?}");
+        assert_eq!(
+            std::fs::read_to_string(to.join("checkpoints/ffffffffffffffff")).unwrap(),
+            "from the repository",
+            "moved whole, nothing deleted"
+        );
+        assert!(!shipped.join("ffffffffffffffff").exists());
+        drop(opened.store);
+        // The new store is the person's: opened again, it stays.
+        let again = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, owner).unwrap();
+        assert!(again.set_aside.is_none());
+        drop(again.store);
+        // Another key's store is not: set aside again.
+        let other = SessionKey::load_or_create(&root.path().join("other")).unwrap();
+        let theirs = StoreOwner {
+            key: Some(&other),
+            trusted: false,
+        };
+        let opened = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, theirs).unwrap();
+        assert!(opened.set_aside.is_some());
+        drop(opened.store);
+        // In a trusted folder a store is adopted as it is.
+        std::fs::write(shipped.join("ffffffffffffffff"), "from the repository").unwrap();
+        let trusted = StoreOwner {
+            key: Some(&key),
+            trusted: true,
+        };
+        let opened = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, trusted).unwrap();
+        assert!(opened.set_aside.is_none());
+        assert!(shipped.join("ffffffffffffffff").exists());
+        drop(opened.store);
+        let opened = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, owner).unwrap();
+        assert!(opened.set_aside.is_none(), "adopted: now the person's");
+    }
+
+    #[test]
     fn a_link_at_the_collection_stamp_is_not_followed() {
         let root = tempfile::tempdir().unwrap();
         let ws = root.path().join("ws");
         std::fs::create_dir(&ws).unwrap();
         let victim = root.path().join("victim");
         std::fs::write(&victim, "mine").unwrap();
-        let mut store = open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE).unwrap();
+        let mut store =
+            open_checkpoint_store(&ws, DEFAULT_CHECKPOINT_MAX_FILE_SIZE, StoreOwner::default())
+                .unwrap()
+                .store;
         let stamp = checkpoint_store_dir(&ws).join("last-gc");
         std::os::unix::fs::symlink(&victim, &stamp).unwrap();
         assert!(gc_if_due(&mut store, &ws).unwrap().is_ok());

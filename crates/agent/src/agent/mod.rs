@@ -19,8 +19,8 @@ mod usage;
 
 pub use approval::{Approval, Approver, DenyAsks};
 pub use checkpoints::{
-    DEFAULT_CHECKPOINT_MAX_FILE_SIZE, DEFAULT_GC_LIMITS, checkpoint_store_dir, checkpoints_refused,
-    gc_if_due, open_checkpoint_store,
+    DEFAULT_CHECKPOINT_MAX_FILE_SIZE, DEFAULT_GC_LIMITS, OpenedStore, StoreOwner,
+    checkpoint_store_dir, checkpoints_refused, gc_if_due, open_checkpoint_store,
 };
 pub use config::{AgentConfig, MeterChoice};
 pub use context_breakdown::ContextBreakdown;

@@ -7,7 +7,7 @@
 
 use crate::args::{DiffArgs, GcArgs, RewindArgs};
 use crate::config::Settings;
-use crate::ui::render::out_line;
+use crate::ui::render::{err_line, out_line};
 use crate::ui::style::Style;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use whittle_agent::{
-    Agent, EventSink, RewindScope, check_sealed, checkpoint_store_dir, find_session,
+    Agent, EventSink, RewindScope, StoreOwner, check_sealed, checkpoint_store_dir, find_session,
     open_checkpoint_store, rewind_session_log, session_rewind_points,
 };
-use whittle_checkpoint::{CheckpointId, GcLimits, RestoreReport, UntrackedReason};
+use whittle_checkpoint::{CheckpointId, GcLimits, RestoreReport, Store, UntrackedReason};
 use whittle_context::session::{
     CheckpointMark, RewindPoint, RewindTarget, SessionRecord, checkpoint_marks, parse_records,
     read_session,
@@ -37,12 +37,28 @@ fn settings_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Settin
     crate::config::load(&args, &env, None)
 }
 
-/// The checkpoint size cap the sessions here use: the configured one (as
-/// a session would read it), else the default.
-fn max_file_size(workspace: &Path) -> u64 {
-    settings_here(workspace, false)
-        .map(|s| s.checkpoint_max_file_size)
-        .unwrap_or(whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE)
+/// The workspace's checkpoint store, opened as a session here would open
+/// it (its size cap, the person's key); a store whittle did not make for
+/// the person is moved aside first, and that is said.
+fn open_store_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Store> {
+    let settings = settings_here(workspace, trust_project).ok();
+    let owner = StoreOwner {
+        key: settings.as_ref().and_then(|s| s.session_key.as_ref()),
+        trusted: settings.as_ref().is_some_and(|s| s.folder_trusted),
+    };
+    let max_file_size = settings
+        .as_ref()
+        .map_or(whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE, |s| {
+            s.checkpoint_max_file_size
+        });
+    let opened = open_checkpoint_store(workspace, max_file_size, owner)?;
+    if let Some(to) = &opened.set_aside {
+        err_line(&format!(
+            "the checkpoint store in .whittle/ was not made by whittle under your account (did it come with the folder?): moved to {}",
+            to.display()
+        ));
+    }
+    Ok(opened.store)
 }
 
 /// Refuses a log the person's key did not seal (one that came with the
@@ -186,7 +202,7 @@ pub fn rewind(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     }
     let style = Style::detect(std::io::stdout().is_terminal());
     if scope.code() {
-        let mut store = open_checkpoint_store(&workspace, max_file_size(&workspace))?;
+        let mut store = open_store_here(&workspace, args.trust_project)?;
         let id: CheckpointId = to.parse()?;
         let report = store.restore(&id)?;
         // Logged, so the picker offers to undo it.
@@ -313,7 +329,7 @@ pub fn diff(args: &DiffArgs) -> anyhow::Result<ExitCode> {
 /// through a pager on a terminal, plain otherwise.
 pub fn show_diff(workspace: &Path, since: &str) -> anyhow::Result<()> {
     let id: CheckpointId = since.parse()?;
-    let mut store = open_checkpoint_store(workspace, max_file_size(workspace))?;
+    let mut store = open_store_here(workspace, false)?;
     let text = store.unified_diff(&id, None)?;
     if text.is_empty() {
         out_line(&format!("no change since checkpoint {id}"));
@@ -385,7 +401,7 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
         out_line("no checkpoint store here: nothing to collect");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut store = open_checkpoint_store(&workspace, max_file_size(&workspace))?;
+    let mut store = open_store_here(&workspace, false)?;
     let report = store.gc(GcLimits {
         max_bytes: Some(args.max_bytes),
         max_age: Some(Duration::from_secs(args.max_age.saturating_mul(86_400))),
@@ -543,7 +559,7 @@ pub fn session_diff_text(agent: &Agent, workspace: &Path) -> anyhow::Result<Stri
         Ok(id) => id,
         Err(why) => return Ok(why.to_string()),
     };
-    let mut store = open_checkpoint_store(workspace, max_file_size(workspace))?;
+    let mut store = open_store_here(workspace, false)?;
     let text = store.unified_diff(&since.parse::<CheckpointId>()?, None)?;
     Ok(if text.is_empty() {
         "no changes".to_string()

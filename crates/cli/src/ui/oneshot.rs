@@ -7,7 +7,7 @@ use crate::config::setup;
 use crate::config::{Env, Settings};
 use crate::ui::call_report::CallReporter;
 use crate::ui::interrupt::{CANCELLED_EXIT, CancelSlot, run_turn};
-use crate::ui::render::{Renderer, event_json, report_json};
+use crate::ui::render::{Renderer, err_line, event_json, report_json};
 use crate::ui::style::Style;
 use serde_json::{Value, json};
 use std::io::IsTerminal;
@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use whittle_agent::{AgentError, AgentEvent, DenyAsks, EventSink, TurnOutcome, UsageTotals};
 use whittle_context::StepReport;
 use whittle_llm::ProviderKind;
+use whittle_protocol::collapse_whitespace;
 
 /// Exit status when the task used every allowed model call.
 pub const MAX_TURNS_EXIT: u8 = 3;
@@ -53,7 +54,13 @@ impl EventSink for OneShotSink {
                     print_json_line(&line);
                 }
             }
-            OutputFormat::Json => {}
+            // The result on stdout is one JSON value; a warning (checkpoints
+            // off, a store set aside) still reaches the person, on stderr.
+            OutputFormat::Json => {
+                if let AgentEvent::Warning(w) = &event {
+                    err_line(&format!("warning: {}", collapse_whitespace(w)));
+                }
+            }
         }
     }
 }

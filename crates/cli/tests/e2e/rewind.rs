@@ -367,3 +367,54 @@ fn two_sessions_at_once_each_rewind_their_own_changes() {
     assert_eq!(without_target(tree(h.ws())), without_target(before));
     h.assert_clean();
 }
+
+/// A repository can ship `.whittle/checkpoints/`: here a record dated after
+/// any real one, which every snapshot would diff against (and fail on). The
+/// store is not the person's (their key did not make it), so it is moved
+/// aside whole and a new one started: checkpoints work from the first tool.
+#[test]
+fn a_checkpoint_store_that_came_with_the_folder_is_set_aside() {
+    let h = Harness::new();
+    let shipped = h.ws().join(".whittle/checkpoints/checkpoints");
+    std::fs::create_dir_all(&shipped).unwrap();
+    std::fs::write(shipped.join("ffffffffffffffff"), "not a record").unwrap();
+    h.server.push(Reply::tool_use(
+        "w",
+        "write_file",
+        json!({"path": "a.txt", "content": "mine\n"}),
+    ));
+    h.server.push(Reply::text("done"));
+    let out = h.run(&[
+        "--permission-mode",
+        "accept-edits",
+        "--output-format",
+        "json",
+        "-p",
+        "write a.txt",
+    ]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("checkpoint store in .whittle/ was not made by whittle under your account"),
+        "{err}"
+    );
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let made = result["checkpoints"].as_array().unwrap();
+    assert_eq!(made.len(), 2, "{made:?}");
+    let quarantined: Vec<_> = std::fs::read_dir(h.state().join("quarantine"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    assert_eq!(
+        std::fs::read_to_string(quarantined[0].join("checkpoints/ffffffffffffffff")).unwrap(),
+        "not a record"
+    );
+    // The new store is the person's: the next start keeps it.
+    let start = made[0]["id"].as_str().unwrap().to_string();
+    let out = sub(&h, &["rewind", "--to", &start, "--code", "--yes"]);
+    assert_success(&out);
+    assert!(!stderr(&out).contains("was not made"), "{}", stderr(&out));
+    assert!(!h.ws().join("a.txt").exists());
+    h.assert_clean();
+}
