@@ -55,6 +55,7 @@ mod diff;
 mod error;
 mod gc;
 mod hash;
+mod ignore_file;
 mod lock;
 mod name;
 mod objects;

@@ -6,6 +6,7 @@ use crate::cache::{CacheEntry, CacheMap, Stat};
 use crate::capped::{Capped, read_capped};
 use crate::error::CheckpointError;
 use crate::hash::ObjectId;
+use crate::ignore_file::add_ignore_file;
 use crate::objects::Objects;
 use crate::tree::{Entry, Kind, PERMISSION_BITS, Tree};
 use crate::untracked::{Untracked, UntrackedReason};
@@ -195,8 +196,7 @@ impl Scanner<'_> {
             && fs::symlink_metadata(&exclude).is_ok_and(|m| m.is_file())
         {
             // A malformed line is skipped; the others still apply.
-            let _ = root_ignores.add(&exclude);
-            have_exclude = true;
+            have_exclude = add_ignore_file(&mut root_ignores, &exclude);
         }
         let ignores = if have_exclude {
             root_ignores.build().ok().map(|matcher| {
@@ -279,8 +279,9 @@ impl Scanner<'_> {
             .any(|(n, ft)| n == b".gitignore" && ft.is_file())
         {
             let mut builder = GitignoreBuilder::new(abs);
-            let _ = builder.add(abs.join(".gitignore"));
-            if let Ok(matcher) = builder.build() {
+            if add_ignore_file(&mut builder, &abs.join(".gitignore"))
+                && let Ok(matcher) = builder.build()
+            {
                 ignores = Some(Arc::new(Ignores {
                     matcher,
                     parent: parent_ignores.clone(),
