@@ -112,16 +112,17 @@ pub fn open_checkpoint_store(
             })?;
         set_aside = Some(to);
     }
-    let store = Store::open(workspace, &dir, options)?;
+    // The owner first: another whittle starting here at the same moment
+    // then finds a store that is the person's, not one to move aside.
     if let Some(seal) = seal.filter(|_| !owned) {
         let path = dir.join(OWNER_FILE);
-        whittle_store::write_atomic(&path, seal.as_bytes()).map_err(|e| {
-            CheckpointError::StoreUnusable {
-                path,
-                source: std::io::Error::other(e),
-            }
-        })?;
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| {
+                whittle_store::write_atomic(&path, seal.as_bytes()).map_err(std::io::Error::other)
+            })
+            .map_err(|source| CheckpointError::StoreUnusable { path, source })?;
     }
+    let store = Store::open(workspace, &dir, options)?;
     Ok(OpenedStore { store, set_aside })
 }
 
