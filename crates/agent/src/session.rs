@@ -24,12 +24,24 @@ pub struct SessionWriter {
 }
 
 /// Refuses the log at `path` (read back as `state`) unless `key` sealed its
-/// header: see [`SessionKey`].
+/// header, the header names `workspace` and its id is the file's name: see
+/// [`SessionKey`]. A sealed header is readable by commands, so without the
+/// last two a command could copy one into a sub-folder's `.whittle/` (only
+/// the workspace's own is out of their reach) under forged messages.
 pub fn check_sealed(
     path: &Path,
     state: &SessionState,
     key: &SessionKey,
+    workspace: &Path,
 ) -> Result<(), SessionFileError> {
+    if state.cwd != workspace.display().to_string()
+        || path.file_stem().and_then(|s| s.to_str()) != Some(state.id.as_str())
+    {
+        return Err(SessionFileError::OtherFolder {
+            path: path.to_path_buf(),
+            cwd: state.cwd.clone(),
+        });
+    }
     let header = SessionHeader {
         id: &state.id,
         model: &state.model,
@@ -78,6 +90,18 @@ pub enum SessionFileError {
     NotSealed {
         /// The log.
         path: PathBuf,
+    },
+    /// A log whose header names another folder or another file: copied
+    /// here, or the folder moved.
+    #[error(
+        "session log {} was started in {cwd} (or under another name), not here, so it is not taken for this folder's; pass --trust-project to use it anyway",
+        path.display()
+    )]
+    OtherFolder {
+        /// The log.
+        path: PathBuf,
+        /// The folder its header names.
+        cwd: String,
     },
     /// No session with that id (or none at all).
     #[error("no session {0} in .whittle/sessions (see /sessions)")]

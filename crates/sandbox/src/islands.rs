@@ -170,6 +170,9 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
         stack.extend(listing.subfolders.iter().filter(|d| **d != own).cloned());
         let git = listing.git;
         let path = dir.join(".git");
+        if git.is_some() {
+            pin_folders_down_to(p, root, &dir);
+        }
         match git {
             Some(GitEntry::Folder) => protect_git_dir(p, &path),
             Some(GitEntry::File) => p.read_only.push(path),
@@ -182,6 +185,22 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
             }
             None => {}
         }
+    }
+}
+
+/// Pins every folder from below `root` down to `dir`, a folder holding a
+/// `.git`: pinning the `.git` alone keeps it in its folder, but a command
+/// could rename a folder above it and put another repository, with a
+/// config that runs a program, where the person's `git` will look. Nothing
+/// the folders hold is made read-only by this.
+fn pin_folders_down_to(p: &mut Policy, root: &Path, dir: &Path) {
+    let Ok(below) = dir.strip_prefix(root) else {
+        return;
+    };
+    let mut at = root.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        p.pinned.push(at.clone());
     }
 }
 
@@ -283,6 +302,11 @@ mod tests {
         for pinned in [".git", &format!("{deep}/.git"), ".git/modules/lib"] {
             assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
         }
+        // The folders above a nested repository stay where they are too.
+        for above in ["a", "a/b", "a/b/c", "a/b/c/d", deep, "wt"] {
+            assert!(p.pinned.contains(&ws.join(above)), "{above}: {p:?}");
+        }
+        assert!(!p.pinned.contains(&ws), "the root is a mount already");
         for ro in [
             ".git/config",
             ".git/hooks",

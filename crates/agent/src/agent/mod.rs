@@ -220,7 +220,7 @@ impl Agent {
         if let Some(key) = &self.config.session_key
             && !self.config.resume_unsealed
         {
-            check_sealed(path, &state, key)?;
+            check_sealed(path, &state, key, &self.config.workspace)?;
         }
         let mut problems = state.problems;
         let store = self.compactor.store();

@@ -70,7 +70,7 @@ fn check_own_session(workspace: &Path, log: &Path, trust_project: bool) -> anyho
         && !settings.folder_trusted
     {
         let state = read_session(log)?;
-        check_sealed(log, &state, key)?;
+        check_sealed(log, &state, key, workspace)?;
     }
     Ok(())
 }

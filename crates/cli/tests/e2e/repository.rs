@@ -115,11 +115,12 @@ const SESSION: &[Try] = &[
         "ln -s @H@ home.git && mkdir -p sub6 && ln -s ../home.git sub6/.git",
     ),
     // A watched path (`q1/.git/config`, made by the next command's policy)
-    // with a link swapped in above it: whittle moves what a command made
-    // there aside, as itself, and must not reach through the link to the
-    // home folder's `config/`.
+    // with a link swapped in above it would have whittle move the home
+    // folder's `config/` into the workspace; the folder holding a
+    // repository stays where it is (and quarantine moves a link it meets as
+    // a link, never through it).
     b("q1", "mkdir -p q1/.git && cp .git/HEAD q1/.git/"),
-    b("q2", "mv q1 q1-moved && mkdir q1 && ln -s @H@ q1/.git"),
+    fails(b("q2", "mv q1 q1-moved && mkdir q1 && ln -s @H@ q1/.git")),
     fails(b("w7", "mv .git .git-moved")),
     fails(b(
         "w8",
@@ -143,6 +144,12 @@ const SESSION: &[Try] = &[
         "printf '#!/bin/sh\\n@FIRE@ w13\\n' > a/b/c/d/e/.git/hooks/post-checkout",
     )),
     fails(b("w14", "mv a/b/c/d/e/.git a/b/c/d/e/.git-old")),
+    // The pinned .git moves with a folder renamed above it: another
+    // repository, with a config that runs a program, would take its place.
+    fails(b(
+        "w14b",
+        "mv a/b a/b-moved && mkdir -p a/b/c/d && cp -r a/b-moved/c/d/e a/b/c/d/e && printf '[core]\\n\\tfsmonitor = @FIRE@ w14b\\n' >> a/b/c/d/e/.git/config",
+    )),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
@@ -651,7 +658,6 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("w16", ".vscode"),
         ("w17", ".idea"),
         ("w18", ".git/objects/info/alternates"),
-        ("q2", "q1/.git"),
     ] {
         let Some((text, is_error)) = results.get(id) else {
             continue;

@@ -105,6 +105,27 @@ fn a_session_log_that_came_with_the_folder_is_not_taken_for_yours() {
             "{err}"
         );
     }
+    // The person's sealed header itself, copied with forged messages into a
+    // sub-folder's `.whittle/` (commands can write there, and read the
+    // header): it names the workspace, not the sub-folder.
+    let sub_sessions = h.ws().join("sub/.whittle/sessions");
+    std::fs::create_dir_all(&sub_sessions).unwrap();
+    std::fs::write(
+        sub_sessions.join(format!("{own}.jsonl")),
+        format!("{}\n{forged_messages}", own_text.lines().next().unwrap()),
+    )
+    .unwrap();
+    let mut in_sub = std::process::Command::new(env!("CARGO_BIN_EXE_whittle"));
+    h.set_env(&mut in_sub);
+    let out = in_sub
+        .arg("--cwd")
+        .arg(h.ws().join("sub"))
+        .args(["--resume", &own, "-p", "go on"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not here"), "{}", stderr(&out));
     // --continue picks the newest, a shipped one: refused the same way.
     let out = h.run(&["--continue", "-p", "go on"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
