@@ -180,6 +180,11 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
             // makes `hooks/` in what it protects, and never outside.
             Some(GitEntry::Link) => {
                 if let Some(target) = real(&path).filter(|t| t.is_dir() && t.starts_with(root)) {
+                    // Its folders too: renamed, another git folder would
+                    // take the place the link names.
+                    if let Some(parent) = target.parent() {
+                        pin_folders_down_to(p, root, parent);
+                    }
                     protect_git_dir(p, &target);
                 }
             }
@@ -350,6 +355,20 @@ mod tests {
         let mut p = Policy::default();
         add_git_islands_cached(&mut p, &ws, &mut scan);
         assert!(p.pinned.contains(&ws.join("a/b/c/.git")), "{p:?}");
+    }
+
+    #[test]
+    fn a_git_link_pins_the_folders_of_what_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        mkdirs(&ws, &["x/y/real.git/objects", "sub"]);
+        std::fs::write(ws.join("x/y/real.git/HEAD"), "ref: x").unwrap();
+        std::os::unix::fs::symlink("../x/y/real.git", ws.join("sub/.git")).unwrap();
+        let mut p = Policy::default();
+        add_git_islands(&mut p, &ws);
+        for pinned in ["sub", "x", "x/y", "x/y/real.git"] {
+            assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
+        }
     }
 
     #[test]
