@@ -7,6 +7,10 @@
 //! and nothing there is run by anyone.
 
 use crate::policy::Policy;
+use nix::fcntl::{AtFlags, OFlag, open, openat, renameat};
+use nix::sys::stat::{Mode, SFlag, fstatat};
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -59,7 +63,12 @@ impl Quarantined {
 /// part of a watched path below its writable folder was a real folder when
 /// the policy was made (links are never walked into), so a link there now is
 /// the command's, and it is what goes aside.
-fn created_at(policy: &Policy, path: &Path) -> Option<PathBuf> {
+///
+/// The walk holds each folder open (no link followed) and the move is made
+/// from the last one's handle: a process of the command still alive after
+/// a timeout (its sandbox is torn down just after) cannot swap a part of the
+/// path between the look and the move.
+fn created_at(policy: &Policy, path: &Path) -> Option<Found> {
     let root = policy
         .write
         .iter()
@@ -67,31 +76,68 @@ fn created_at(policy: &Policy, path: &Path) -> Option<PathBuf> {
         .max_by_key(|root| root.as_os_str().len())?;
     let below = path.strip_prefix(root).ok()?;
     let mut at = root.clone();
+    let mut folder = open_folder(None, root)?;
     let mut parts = below.components().peekable();
     while let Some(part) = parts.next() {
         let Component::Normal(name) = part else {
             return None;
         };
         at.push(name);
-        let meta = std::fs::symlink_metadata(&at).ok()?;
-        if parts.peek().is_none() || meta.file_type().is_symlink() {
-            return Some(at);
+        let stat = fstatat(&folder, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+        if parts.peek().is_none() || kind == SFlag::S_IFLNK {
+            return Some(Found {
+                folder,
+                name: name.to_os_string(),
+                path: at,
+            });
         }
-        if !meta.is_dir() {
+        if kind != SFlag::S_IFDIR {
             return None;
         }
+        folder = open_folder(Some(&folder), Path::new(name))?;
     }
     None
+}
+
+/// A folder opened without following a link at its name, relative to
+/// `parent` when given.
+fn open_folder(parent: Option<&OwnedFd>, path: &Path) -> Option<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match parent {
+        Some(parent) => openat(parent, path, flags, Mode::empty()).ok(),
+        None => open(path, flags, Mode::empty()).ok(),
+    }
+}
+
+/// Moves `found` to `to` (in a folder made if needed), from the folder
+/// handle the walk held.
+fn move_aside(found: &Found, to: &Path) -> std::io::Result<()> {
+    let (Some(dir), Some(to_name)) = (to.parent(), to.file_name()) else {
+        return Err(std::io::Error::other("no quarantine name"));
+    };
+    std::fs::create_dir_all(dir)?;
+    let into = open_folder(None, dir)
+        .ok_or_else(|| std::io::Error::other("cannot open the quarantine folder"))?;
+    renameat(&found.folder, found.name.as_os_str(), &into, to_name).map_err(std::io::Error::from)
+}
+
+/// What a command made at a watched path: `name` in the open `folder`,
+/// at `path`.
+struct Found {
+    folder: OwnedFd,
+    name: OsString,
+    path: PathBuf,
 }
 
 /// Moves what a command created at `policy.absent` paths to
 /// `policy.quarantine`. Call it after the command and its sandbox ended.
 pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
-    let mut created: Vec<PathBuf> = Vec::new();
-    for path in policy.absent.iter().filter_map(|p| created_at(policy, p)) {
+    let mut created: Vec<Found> = Vec::new();
+    for found in policy.absent.iter().filter_map(|p| created_at(policy, p)) {
         // Two watched paths under one link: the link goes aside once.
-        if !created.contains(&path) {
-            created.push(path);
+        if !created.iter().any(|c| c.path == found.path) {
+            created.push(found);
         }
     }
     if created.is_empty() {
@@ -100,8 +146,8 @@ pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
     let Some(base) = &policy.quarantine else {
         return created
             .into_iter()
-            .map(|from| Quarantined {
-                from,
+            .map(|found| Quarantined {
+                from: found.path,
                 to: None,
                 error: Some("no quarantine folder".into()),
             })
@@ -115,7 +161,8 @@ pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
     created
         .into_iter()
         .enumerate()
-        .map(|(i, from)| {
+        .map(|(i, found)| {
+            let from = found.path.clone();
             // The quarantine folder is WORKSPACE/.whittle/quarantine.
             let workspace = base.parent().and_then(Path::parent);
             let rel = workspace
@@ -123,7 +170,7 @@ pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
                 .unwrap_or(&from);
             let name = rel.to_string_lossy().replace('/', "__");
             let to = dir.join(format!("{i}-{name}"));
-            match std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(&from, &to)) {
+            match move_aside(&found, &to) {
                 Ok(()) => Quarantined {
                     from,
                     to: Some(to),
@@ -213,6 +260,22 @@ mod tests {
                 .is_symlink()
         );
         assert!(std::fs::symlink_metadata(ws.join("sub/.git")).is_err());
+        // A folder swapped for a link between the look and the move: the
+        // move is made from the folder the look held, never through the link.
+        std::fs::create_dir(ws.join("sub/.git")).unwrap();
+        std::fs::write(ws.join("sub/.git/config"), "the command's").unwrap();
+        let found = created_at(&policy, &ws.join("sub/.git/config")).unwrap();
+        std::fs::rename(ws.join("sub"), ws.join("sub3")).unwrap();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("sub/.git")).unwrap();
+        let to = ws.join(".whittle/quarantine/raced/config");
+        move_aside(&found, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "the command's");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("config")).unwrap(),
+            "token"
+        );
+        std::fs::remove_file(ws.join("sub/.git")).unwrap();
         // A file where a folder was watched: nothing to move under it.
         std::fs::write(ws.join("sub/.git"), "gitdir: /elsewhere").unwrap();
         let moved = quarantine_new_paths(&policy);
