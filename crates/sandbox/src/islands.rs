@@ -175,7 +175,15 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
         }
         match git {
             Some(GitEntry::Folder) => protect_git_dir(p, &path),
-            Some(GitEntry::File) => p.read_only.push(path),
+            Some(GitEntry::File) => {
+                p.read_only.push(path.clone());
+                if let Some(target) = separate_git_dir(&path, root) {
+                    if let Some(parent) = target.parent() {
+                        pin_folders_down_to(p, root, parent);
+                    }
+                    protect_git_dir(p, &target);
+                }
+            }
             // Followed only when it stays inside this folder: whittle
             // makes `hooks/` in what it protects, and never outside.
             Some(GitEntry::Link) => {
@@ -191,6 +199,22 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
             None => {}
         }
     }
+}
+
+/// The git folder a `.git` file names (`gitdir: PATH`, as `git init
+/// --separate-git-dir` writes it) when it lies inside `root` and outside
+/// every `.git` folder: a command could otherwise write its config or hooks,
+/// which the person's git in the file's folder then reads. One inside a
+/// `.git` (a submodule's, a linked worktree's) is protected with that
+/// repository; one outside `root` is never followed.
+fn separate_git_dir(file: &Path, root: &Path) -> Option<PathBuf> {
+    let text = crate::read_regular_file(file, 4096).ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let target = file.parent()?.join(named);
+    real(&target).filter(|t| {
+        t.is_dir() && t.starts_with(root) && !t.components().any(|c| c.as_os_str() == ".git")
+    })
 }
 
 /// Pins every folder from below `root` down to `dir`, a folder holding a
@@ -369,6 +393,34 @@ mod tests {
         for pinned in ["sub", "x", "x/y", "x/y/real.git"] {
             assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
         }
+    }
+
+    #[test]
+    fn a_separate_git_dir_inside_the_workspace_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        mkdirs(&ws, &["x/store/objects", "x/store/refs", "sub", "sm"]);
+        std::fs::write(ws.join("x/store/HEAD"), "ref: x").unwrap();
+        std::fs::write(ws.join("x/store/config"), "").unwrap();
+        std::fs::write(ws.join("sub/.git"), "gitdir: ../x/store\n").unwrap();
+        // A submodule's pointer into the repository's own .git: protected
+        // with it, not again.
+        mkdirs(&ws, &[".git/modules/sm/objects"]);
+        std::fs::write(ws.join("sm/.git"), "gitdir: ../.git/modules/sm\n").unwrap();
+        let mut p = Policy::default();
+        add_git_islands(&mut p, &ws);
+        for pinned in ["sub", "x", "x/store"] {
+            assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
+        }
+        for ro in [
+            "sub/.git",
+            "x/store/config",
+            "x/store/hooks",
+            "x/store/info",
+        ] {
+            assert!(p.read_only.contains(&ws.join(ro)), "{ro}: {p:?}");
+        }
+        assert!(!p.pinned.contains(&ws.join(".git/modules/sm/hooks")));
     }
 
     #[test]

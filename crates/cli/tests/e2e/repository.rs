@@ -150,6 +150,15 @@ const SESSION: &[Try] = &[
         "w14b",
         "mv a/b a/b-moved && mkdir -p a/b/c/d && cp -r a/b-moved/c/d/e a/b/c/d/e && printf '[core]\\n\\tfsmonitor = @FIRE@ w14b\\n' >> a/b/c/d/e/.git/config",
     )),
+    // A repository whose .git is a file naming a git folder inside the
+    // workspace (`git init --separate-git-dir`): that folder's config is
+    // protected from the next command on, like any .git folder's.
+    b("w14c", "git init -q --separate-git-dir=sepstore sep"),
+    fails(b("w14d", "git -C sep config core.fsmonitor '@FIRE@ w14d'")),
+    fails(b(
+        "w14e",
+        "printf '[core]\\n\\tfsmonitor = @FIRE@ w14e\\n' >> sepstore/config",
+    )),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
