@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{
     Agent, ByteStreams, Client, on_receive_notification, on_receive_request,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -877,30 +877,40 @@ fn a_client_that_dies_mid_turn_leaves_no_process() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
+    // Every line the agent writes, as it comes.
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
-        std::io::BufReader::new(stdout)
+        for line in std::io::BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
-            .count()
+        {
+            let _ = lines_tx.send(line);
+        }
     });
+    let answer_to = |id: u64| -> Value {
+        loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no answer to request {id}"));
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
     use std::io::Write;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
     let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": ws, "mcpServers": []}});
-    // One at a time: the SDK refuses requests before initialize is answered.
+    // One at a time: the SDK refuses requests before initialize is answered,
+    // and a prompt before session/new is answered names no session yet.
     writeln!(stdin, "{init}").unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    answer_to(1);
     writeln!(stdin, "{new}").unwrap();
-    let start = Instant::now();
-    let id = loop {
-        assert!(start.elapsed() < Duration::from_secs(30), "no session");
-        let dir = h.state().join("sessions");
-        if let Some(e) = std::fs::read_dir(&dir).ok().and_then(|mut d| d.next()) {
-            let name = e.unwrap().file_name().to_string_lossy().into_owned();
-            break name.trim_end_matches(".jsonl").to_string();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let id = answer_to(2)["result"]["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
     let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": id, "prompt": [{"type": "text", "text": "wait"}]}});
     writeln!(stdin, "{prompt}").unwrap();
     let start = Instant::now();
