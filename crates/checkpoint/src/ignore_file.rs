@@ -13,17 +13,38 @@ use ignore::gitignore::GitignoreBuilder;
 use rustix::fs::{Mode, OFlags};
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The largest ignore file read.
 pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 
-/// Adds the rules of the ignore file at `path` to `builder`; false when
-/// it was not read (absent, not a regular file, too large, unreadable).
+/// The most ignore-file bytes one snapshot compiles, all folders together.
+/// Compiled patterns take far more memory than their text, and a command
+/// can hard-link one file into a thousand nested folders; past this, the
+/// rules of further files are not applied (what they would have ignored is
+/// kept, under the size cap).
+pub(crate) const MAX_IGNORE_BYTES_PER_SCAN: u64 = 8 << 20;
+
+/// Adds the rules of the ignore file at `path` to `builder`, counting its
+/// bytes in `compiled`; false when it was not read (absent, not a regular
+/// file, too large, unreadable, or past [`MAX_IGNORE_BYTES_PER_SCAN`]).
 /// Like git, a line that is not UTF-8 or not a pattern is passed over.
-pub(crate) fn add_ignore_file(builder: &mut GitignoreBuilder, path: &Path) -> bool {
+pub(crate) fn add_ignore_file(
+    builder: &mut GitignoreBuilder,
+    path: &Path,
+    compiled: &AtomicU64,
+) -> bool {
     let Some(bytes) = read_ignore_file(path) else {
         return false;
     };
+    let len = bytes.len() as u64;
+    if compiled
+        .fetch_add(len, Ordering::Relaxed)
+        .saturating_add(len)
+        > MAX_IGNORE_BYTES_PER_SCAN
+    {
+        return false;
+    }
     for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let Ok(line) = std::str::from_utf8(line) else {
             continue;
@@ -63,7 +84,7 @@ mod tests {
 
     fn rules(path: &Path) -> Option<ignore::gitignore::Gitignore> {
         let mut builder = GitignoreBuilder::new(path.parent().unwrap());
-        add_ignore_file(&mut builder, path).then(|| builder.build().unwrap())
+        add_ignore_file(&mut builder, path, &AtomicU64::new(0)).then(|| builder.build().unwrap())
     }
 
     #[test]
@@ -94,5 +115,17 @@ mod tests {
         File::create(&sparse).unwrap().set_len(1 << 40).unwrap();
         assert!(rules(&sparse).is_none(), "a terabyte is not read");
         assert!(rules(&d.join("absent")).is_none());
+    }
+
+    #[test]
+    fn one_scan_compiles_a_bounded_amount_of_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".gitignore");
+        std::fs::write(&path, format!("*.log\n{}\n", "#".repeat(900_000))).unwrap();
+        let compiled = AtomicU64::new(0);
+        let read = (0..12)
+            .filter(|_| add_ignore_file(&mut GitignoreBuilder::new(dir.path()), &path, &compiled))
+            .count();
+        assert_eq!(read, 9, "nine 900 KB files fit in 8 MiB");
     }
 }

@@ -24,6 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// What one snapshot's pass over the workspace cost.
@@ -114,6 +115,9 @@ pub(crate) struct Scanner<'a> {
     pub dirty: &'a HashSet<Vec<u8>>,
     /// Watches each directory scanned in full, when there is a watcher.
     pub watcher: Option<&'a Mutex<Watcher>>,
+    /// Ignore-file bytes this scan compiled, all folders together (see
+    /// [`add_ignore_file`]).
+    pub ignore_bytes: &'a AtomicU64,
 }
 
 /// The `.gitignore` files that apply to a directory, nearest first.
@@ -196,7 +200,7 @@ impl Scanner<'_> {
             && fs::symlink_metadata(&exclude).is_ok_and(|m| m.is_file())
         {
             // A malformed line is skipped; the others still apply.
-            have_exclude = add_ignore_file(&mut root_ignores, &exclude);
+            have_exclude = add_ignore_file(&mut root_ignores, &exclude, self.ignore_bytes);
         }
         let ignores = if have_exclude {
             root_ignores.build().ok().map(|matcher| {
@@ -279,7 +283,7 @@ impl Scanner<'_> {
             .any(|(n, ft)| n == b".gitignore" && ft.is_file())
         {
             let mut builder = GitignoreBuilder::new(abs);
-            if add_ignore_file(&mut builder, &abs.join(".gitignore"))
+            if add_ignore_file(&mut builder, &abs.join(".gitignore"), self.ignore_bytes)
                 && let Ok(matcher) = builder.build()
             {
                 ignores = Some(Arc::new(Ignores {

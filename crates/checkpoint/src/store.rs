@@ -18,6 +18,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Checkpoints of one workspace, kept in a store folder (the agent uses
@@ -131,6 +132,7 @@ impl Store {
             self.memo.clear();
         }
         self.exclude_seen = exclude;
+        let ignore_bytes = AtomicU64::new(0);
         let mut scan = Scanner {
             root: &self.workspace,
             objects: &self.objects,
@@ -141,6 +143,7 @@ impl Store {
             memo: &self.memo,
             dirty: &changes.dirs,
             watcher: self.watcher.as_ref(),
+            ignore_bytes: &ignore_bytes,
         }
         .run()?;
         self.memo = std::mem::take(&mut scan.memos).into_iter().collect();

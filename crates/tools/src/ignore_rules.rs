@@ -21,6 +21,13 @@ use whittle_sandbox::{ReadError, read_regular_file};
 /// Largest ignore file read.
 pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 
+/// The most ignore-file bytes one walk compiles, all folders together.
+/// Compiled patterns take far more memory than their text (a 120 KB file
+/// of wildcards, about 23 MB), and a command can put one in each of a
+/// thousand nested folders (hard links cost no disk); past this, the rules
+/// of further files are not applied, and the output says so.
+pub(crate) const MAX_IGNORE_BYTES_PER_WALK: u64 = 8 << 20;
+
 /// A folder's ignore files, relative to it, strongest first: `.ignore`
 /// beats `.gitignore` at any depth, and both beat git's own exclude list.
 const IGNORE_FILES: [&[&str]; 3] = [&[".ignore"], &[".gitignore"], &[".git", "info", "exclude"]];
@@ -37,6 +44,12 @@ pub(crate) enum NotReadWhy {
     /// It is larger than [`MAX_IGNORE_FILE_BYTES`].
     #[error("larger than {} MiB", MAX_IGNORE_FILE_BYTES >> 20)]
     TooLarge,
+    /// The walk already compiled [`MAX_IGNORE_BYTES_PER_WALK`].
+    #[error(
+        "past the {} MiB of ignore rules one search compiles",
+        MAX_IGNORE_BYTES_PER_WALK >> 20
+    )]
+    OverBudget,
     /// It could not be opened or read.
     #[error("{0}")]
     Io(std::io::Error),
@@ -86,6 +99,8 @@ pub(crate) struct IgnoreRules {
     /// configuration outside any repository, read as git reads it.
     global: Gitignore,
     not_read: Vec<NotRead>,
+    /// Ignore-file bytes compiled so far in this walk.
+    compiled_bytes: u64,
 }
 
 impl IgnoreRules {
@@ -101,6 +116,7 @@ impl IgnoreRules {
             walked: Vec::new(),
             global: Gitignore::empty(),
             not_read: Vec::new(),
+            compiled_bytes: 0,
         };
         if !fs::metadata(root).is_ok_and(|m| m.is_dir()) {
             return rules;
@@ -157,11 +173,19 @@ impl IgnoreRules {
     fn read_folder(&mut self, dir: &Path) -> FolderRules {
         FolderRules(IGNORE_FILES.map(|parts| {
             let path = parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part));
-            match read_ignore_file(dir, parts).and_then(|bytes| {
-                bytes.map_or_else(
-                    || Ok(Gitignore::empty()),
-                    |bytes| compile(dir, &path, &bytes),
-                )
+            let compiled = &mut self.compiled_bytes;
+            match read_ignore_file(dir, parts).and_then(|bytes| match bytes {
+                None => Ok(Gitignore::empty()),
+                Some(bytes) => {
+                    *compiled = compiled.saturating_add(bytes.len() as u64);
+                    if *compiled > MAX_IGNORE_BYTES_PER_WALK {
+                        return Err(NotRead {
+                            path: path.clone(),
+                            why: NotReadWhy::OverBudget,
+                        });
+                    }
+                    compile(dir, &path, &bytes)
+                }
             }) {
                 Ok(rules) => rules,
                 Err(not_read) => {
