@@ -22,8 +22,8 @@ pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 /// Compiled patterns take far more memory than their text, and a command
 /// can hard-link one file into a thousand nested folders; past this, the
 /// rules of further files are not applied (what they would have ignored is
-/// kept, under the size cap).
-pub(crate) const MAX_IGNORE_BYTES_PER_SCAN: u64 = 8 << 20;
+/// kept, under the size cap). A real repository's come to kilobytes.
+pub(crate) const MAX_IGNORE_BYTES_PER_SCAN: u64 = 2 << 20;
 
 /// Adds the rules of the ignore file at `path` to `builder`, counting its
 /// bytes in `compiled`; false when it was not read (absent, not a regular
@@ -121,11 +121,11 @@ mod tests {
     fn one_scan_compiles_a_bounded_amount_of_rules() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".gitignore");
-        std::fs::write(&path, format!("*.log\n{}\n", "#".repeat(900_000))).unwrap();
+        std::fs::write(&path, format!("*.log\n{}\n", "#".repeat(300_000))).unwrap();
         let compiled = AtomicU64::new(0);
         let read = (0..12)
             .filter(|_| add_ignore_file(&mut GitignoreBuilder::new(dir.path()), &path, &compiled))
             .count();
-        assert_eq!(read, 9, "nine 900 KB files fit in 8 MiB");
+        assert_eq!(read, 6, "six 300 KB files fit in 2 MiB");
     }
 }

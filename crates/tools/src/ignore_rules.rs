@@ -25,8 +25,9 @@ pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 /// Compiled patterns take far more memory than their text (a 120 KB file
 /// of wildcards, about 23 MB), and a command can put one in each of a
 /// thousand nested folders (hard links cost no disk); past this, the rules
-/// of further files are not applied, and the output says so.
-pub(crate) const MAX_IGNORE_BYTES_PER_WALK: u64 = 8 << 20;
+/// of further files are not applied, and the output says so. A real
+/// repository's ignore files come to kilobytes.
+pub(crate) const MAX_IGNORE_BYTES_PER_WALK: u64 = 2 << 20;
 
 /// A folder's ignore files, relative to it, strongest first: `.ignore`
 /// beats `.gitignore` at any depth, and both beat git's own exclude list.

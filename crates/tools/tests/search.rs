@@ -284,14 +284,13 @@ fn ignore_files_are_read_only_when_small_regular_files() {
 
 /// Compiled ignore rules take far more memory than their text, and a
 /// command can hard-link one file into a thousand nested folders: one walk
-/// compiles at most 8 MiB of rules, and says where it stopped.
+/// compiles at most 2 MiB of rules, and says where it stopped.
 #[test]
 fn one_walk_compiles_a_bounded_amount_of_ignore_rules() {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path();
-    // 900 KB of comments (under the 1 MiB a file may hold) and one rule
-    // for the folder's own log.
-    let padding = "#".repeat(900_000);
+    // 300 KB of comments and one rule for the folder's own log.
+    let padding = "#".repeat(300_000);
     let mut at = r.to_path_buf();
     for depth in 0..12 {
         put(&at, ".gitignore", &format!("/f{depth}.log\n{padding}\n"));
@@ -300,15 +299,17 @@ fn one_walk_compiles_a_bounded_amount_of_ignore_rules() {
     }
     let ctx = ToolContext::new(r);
     let out = bounded(GrepTool::default(), &ctx, json!({"pattern": "hello"}));
-    // Nine files fit in 8 MiB; the tenth and deeper are named, and their
+    // Six files fit in 2 MiB; the seventh and deeper are named, and their
     // folders' logs are searched.
     assert!(
-        out.content
-            .contains("d/d/d/d/d/d/d/d/d/.gitignore not read (past the 8 MiB of ignore rules one search compiles)"),
+        out.content.contains(
+            "d/d/d/d/d/d/.gitignore not read (past the 2 MiB of ignore rules one search compiles)"
+        ),
         "{}",
         out.content
     );
-    assert!(out.content.contains("f9.log"), "{}", out.content);
+    assert!(out.content.contains("f6.log"), "{}", out.content);
+    assert!(!out.content.contains("f5.log"), "{}", out.content);
     assert!(!out.content.contains("f0.log"), "{}", out.content);
 }
 
