@@ -74,6 +74,6 @@ pub use helper::{HELPER_FAILED, run_helper_if_asked};
 pub use layout::{Env, Layout, Level};
 pub use policy::Policy;
 pub use quarantine::{Quarantined, quarantine_new_paths};
-pub use read::{ReadError, read_regular_file};
+pub use read::{AtName, ReadError, open_regular_file, read_regular_file};
 pub use sandbox::{ProbeError, Sandbox, SandboxState, Support, probe, probe_contain};
 pub use tmp::{private_layers, private_tmp};

@@ -4,6 +4,7 @@
 //! huge file would eat memory. Regular files only, bounded, never blocking.
 
 use nix::fcntl::OFlag;
+use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -44,21 +45,33 @@ impl ReadError {
     }
 }
 
-/// The bytes of `path` when it is a regular file of at most `limit` bytes.
-/// The open never blocks (`O_NONBLOCK`, `O_NOCTTY`), and what was opened is
-/// checked, not what the name showed a moment before.
-pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+/// Whether an open follows a link at the file's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtName {
+    /// A link there is followed (the caller checked where it leads).
+    FollowLink,
+    /// A link there is refused (`ELOOP`).
+    RefuseLink,
+}
+
+/// `path` opened for reading when it is a regular file. The open never
+/// blocks (`O_NONBLOCK`, `O_NOCTTY`), and what was opened is checked, not
+/// what the name showed a moment before.
+pub fn open_regular_file(path: &Path, at_name: AtName) -> Result<File, ReadError> {
     let io = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let mut flags = OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+    if at_name == AtName::RefuseLink {
+        flags |= OFlag::O_NOFOLLOW;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .custom_flags(flags.bits())
         .open(path)
         .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    let kind = meta.file_type();
+    let kind = file.metadata().map_err(io)?.file_type();
     if !kind.is_file() {
         let kind = if kind.is_fifo() {
             "FIFO"
@@ -76,6 +89,18 @@ pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> 
             kind,
         });
     }
+    Ok(file)
+}
+
+/// The bytes of `path` when it is a regular file of at most `limit` bytes,
+/// opened as [`open_regular_file`] opens it (a link at the name followed).
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = open_regular_file(path, AtName::FollowLink)?;
+    let meta = file.metadata().map_err(io)?;
     if meta.len() > limit {
         return Err(ReadError::TooLarge {
             path: path.to_path_buf(),

@@ -8,10 +8,10 @@
 //! never through a link, and holds at most [`MAX_LINE_BYTES`] of a line.
 //! What is passed over for that is said in the output.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use whittle_protocol::tool_names;
+use whittle_sandbox::{AtName, ReadError, open_regular_file};
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -209,20 +209,17 @@ fn push_named(out: &mut String, notes: impl Iterator<Item = String>, what: &str)
 /// the workspace or waited on for ever. A root given as a link was checked
 /// by the permission policy where it leads, and is followed.
 fn open_listed(path: &Path, is_root: bool) -> Result<File, String> {
-    let mut flags = nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY;
-    if !is_root {
-        flags |= nix::libc::O_NOFOLLOW;
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => Ok(file),
-        Ok(_) => Err("not a regular file".to_owned()),
-        Err(e) => Err(e.to_string()),
-    }
+    let at_name = if is_root {
+        AtName::FollowLink
+    } else {
+        AtName::RefuseLink
+    };
+    open_regular_file(path, at_name).map_err(|e| match e {
+        ReadError::Io { source, .. } => source.to_string(),
+        ReadError::NotRegular { .. } | ReadError::TooLarge { .. } => {
+            "not a regular file".to_owned()
+        }
+    })
 }
 
 /// Resolves the optional `path` input to an existing search root.

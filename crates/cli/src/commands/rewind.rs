@@ -37,21 +37,17 @@ fn settings_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Settin
     crate::config::load(&args, &env, None)
 }
 
-/// The workspace's checkpoint store, opened as a session here would open
-/// it (its size cap, the person's key); a store whittle did not make for
-/// the person is moved aside first, and that is said.
-fn open_store_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Store> {
-    let settings = settings_here(workspace, trust_project).ok();
+/// The workspace's checkpoint store, opened as a session with `settings`
+/// would open it (its size cap, the person's key); a store whittle did not
+/// make for the person is moved aside first, and that is said. Settings
+/// that cannot be had (a link refused in `.whittle/`) stop it: a store is
+/// never used unchecked.
+fn open_store(workspace: &Path, settings: &Settings) -> anyhow::Result<Store> {
     let owner = StoreOwner {
-        key: settings.as_ref().and_then(|s| s.session_key.as_ref()),
-        trusted: settings.as_ref().is_some_and(|s| s.folder_trusted),
+        key: settings.session_key.as_ref(),
+        trusted: settings.folder_trusted,
     };
-    let max_file_size = settings
-        .as_ref()
-        .map_or(whittle_agent::DEFAULT_CHECKPOINT_MAX_FILE_SIZE, |s| {
-            s.checkpoint_max_file_size
-        });
-    let opened = open_checkpoint_store(workspace, max_file_size, owner)?;
+    let opened = open_checkpoint_store(workspace, settings.checkpoint_max_file_size, owner)?;
     if let Some(to) = &opened.set_aside {
         err_line(&format!(
             "the checkpoint store in .whittle/ was not made by whittle under your account (did it come with the folder?): moved to {}",
@@ -64,8 +60,7 @@ fn open_store_here(workspace: &Path, trust_project: bool) -> anyhow::Result<Stor
 /// Refuses a log the person's key did not seal (one that came with the
 /// folder), unless the folder is trusted: its checkpoints would be offered
 /// as states the person had.
-fn check_own_session(workspace: &Path, log: &Path, trust_project: bool) -> anyhow::Result<()> {
-    let settings = settings_here(workspace, trust_project)?;
+fn check_own_session(settings: &Settings, workspace: &Path, log: &Path) -> anyhow::Result<()> {
     if let Some(key) = &settings.session_key
         && !settings.folder_trusted
     {
@@ -128,7 +123,8 @@ fn stat_text(files: u64, ins: u64, del: u64) -> String {
 pub fn rewind(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     let workspace = crate::config::workspace(args.cwd.as_deref())?;
     let log = session_log(&workspace, args.session.as_deref())?;
-    check_own_session(&workspace, &log, args.trust_project)?;
+    let settings = settings_here(&workspace, args.trust_project)?;
+    check_own_session(&settings, &workspace, &log)?;
     let session = session_id(&log);
     if args.list {
         let marks = marks(&log)?;
@@ -202,7 +198,7 @@ pub fn rewind(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     }
     let style = Style::detect(std::io::stdout().is_terminal());
     if scope.code() {
-        let mut store = open_store_here(&workspace, args.trust_project)?;
+        let mut store = open_store(&workspace, &settings)?;
         let id: CheckpointId = to.parse()?;
         let report = store.restore(&id)?;
         // Logged, so the picker offers to undo it.
@@ -329,7 +325,7 @@ pub fn diff(args: &DiffArgs) -> anyhow::Result<ExitCode> {
 /// through a pager on a terminal, plain otherwise.
 pub fn show_diff(workspace: &Path, since: &str) -> anyhow::Result<()> {
     let id: CheckpointId = since.parse()?;
-    let mut store = open_store_here(workspace, false)?;
+    let mut store = open_store(workspace, &settings_here(workspace, false)?)?;
     let text = store.unified_diff(&id, None)?;
     if text.is_empty() {
         out_line(&format!("no change since checkpoint {id}"));
@@ -401,7 +397,7 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
         out_line("no checkpoint store here: nothing to collect");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut store = open_store_here(&workspace, false)?;
+    let mut store = open_store(&workspace, &settings_here(&workspace, false)?)?;
     let report = store.gc(GcLimits {
         max_bytes: Some(args.max_bytes),
         max_age: Some(Duration::from_secs(args.max_age.saturating_mul(86_400))),
@@ -559,7 +555,7 @@ pub fn session_diff_text(agent: &Agent, workspace: &Path) -> anyhow::Result<Stri
         Ok(id) => id,
         Err(why) => return Ok(why.to_string()),
     };
-    let mut store = open_store_here(workspace, false)?;
+    let mut store = open_store(workspace, &settings_here(workspace, false)?)?;
     let text = store.unified_diff(&since.parse::<CheckpointId>()?, None)?;
     Ok(if text.is_empty() {
         "no changes".to_string()
