@@ -595,3 +595,97 @@ fn a_cold_cache_tidies_what_a_warm_one_would_summarize() {
     assert!(summarized.iter().any(|(_, cold)| !cold), "{summarized:?}");
     assert!(summarized.iter().all(|(_, cold)| !cold), "{summarized:?}");
 }
+
+/// Between the compaction limit and the window nothing forces a
+/// compaction, and a session compacts there only with what compacting
+/// has already saved it: the same history is compacted by a session whose
+/// large results were saved on arrival over ten calls (a saving of about
+/// a hundred thousand tokens' worth), and left as it is by a fresh one,
+/// which would lose if it ended with the next call.
+#[test]
+fn between_the_limit_and_the_window_only_a_session_that_saved_compacts() {
+    let limits = Limits::tokens(TokenBudget::new(20_000, 1_000));
+    let cache = |calls_so_far, idle_ms| whittle_context::CacheState {
+        prices: whittle_context::CachePrices::ANTHROPIC_5M,
+        ttl_ms: 300_000,
+        idle_ms,
+        calls_so_far,
+    };
+    let new = |dir: &std::path::Path| {
+        Compactor::new(
+            limits.clone(),
+            Store::new(dir),
+            Box::new(TokenMeter::default()),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut funded = new(dir.path());
+    let mut h = History::new(vec![Message::user("task")]);
+    let mut calls = 0;
+    let prepare = |c: &mut Compactor, h: &mut History, calls: &mut u64| {
+        c.set_cache_state(Some(cache(*calls, (*calls > 0).then_some(1_000))));
+        let outcome = c.prepare(h, "task", &mut Recording::default());
+        h.mark();
+        *calls += 1;
+        outcome
+    };
+    // Ten 40,000-character results, each saved on arrival as a preview.
+    for i in 0..10 {
+        h.push(read_call(&format!("big{i}"), "f"));
+        h.push(result(&format!("big{i}"), file_text(i, 40_000)));
+        let outcome = prepare(&mut funded, &mut h, &mut calls);
+        assert!(
+            outcome
+                .reports
+                .iter()
+                .any(|r| r.applied() && r.step == Step::ToolResultBudget),
+            "{outcome:?}"
+        );
+    }
+    // Then small results until the history is between the two limits.
+    let mut i = 0;
+    loop {
+        h.push(read_call(&format!("small{i}"), "f"));
+        h.push(result(&format!("small{i}"), file_text(100 + i, 4_000)));
+        i += 1;
+        if funded.measure(&h) > limits.context_limit {
+            break;
+        }
+        let outcome = prepare(&mut funded, &mut h, &mut calls);
+        assert!(
+            outcome
+                .reports
+                .iter()
+                .all(|r| r.step != Step::CompactHistory)
+        );
+    }
+    assert!(funded.measure(&h) <= limits.hard_limit());
+
+    let other = tempfile::tempdir().unwrap();
+    let mut fresh = new(other.path());
+    // One call so far: micro_compact expects no more, and does not bet.
+    fresh.set_cache_state(Some(cache(1, Some(1_000))));
+    let mut held = h.clone();
+    let mut asked = Recording::default();
+    let outcome = fresh.prepare(&mut held, "task", &mut asked);
+    assert!(asked.calls.is_empty(), "{outcome:?}");
+    // micro_compact's own rewrites are priced by the expected calls alone.
+    assert!(
+        outcome.reports.iter().all(|r| !r.applied()
+            || r.step == Step::ToolResultBudget
+            || r.trigger == whittle_context::Trigger::RewritePays),
+        "{outcome:?}"
+    );
+    assert!(fresh.measure(&held) > limits.context_limit);
+    assert!(!outcome.over_limit);
+
+    let outcome = prepare(&mut funded, &mut h, &mut calls);
+    assert!(
+        outcome
+            .reports
+            .iter()
+            .any(|r| r.applied() && r.trigger == whittle_context::Trigger::OverLimit),
+        "{outcome:?}"
+    );
+    assert!(funded.measure(&h) <= limits.context_limit);
+}

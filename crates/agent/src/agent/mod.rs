@@ -247,6 +247,7 @@ impl Agent {
         }
         store.open_transcript().map_err(AgentError::Transcript)?;
         self.session = Some(writer.redacting(self.config.redactor.clone()));
+        self.compactor.history_replaced();
         self.history = History::new(state.history);
         self.history.set_archived(state.archived);
         self.logged_archived = self.history.archived();

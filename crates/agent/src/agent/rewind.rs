@@ -172,6 +172,7 @@ impl Agent {
             self.log(record)?;
             done.messages = Some(restored.len());
             done.over_limit = size > self.compactor.limits().context_limit;
+            self.compactor.history_replaced();
             self.history = restored;
             self.logged_archived = 0;
             self.request = request;

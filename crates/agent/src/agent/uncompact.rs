@@ -68,6 +68,7 @@ impl Agent {
         // restored messages again at the next compaction (twice, never lost).
         restored.take_edited_span();
         let count = restored.len();
+        self.compactor.history_replaced();
         self.history = restored;
         self.logged_archived = 0;
         self.log(SessionRecord::Compaction {

@@ -6,6 +6,7 @@
 use super::Ctx;
 use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
+use super::savings::Savings;
 use super::summary::{marker_floor_chars, marker_without_ledger_chars};
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor_with,
@@ -14,7 +15,7 @@ use crate::history::History;
 use crate::limits::Limits;
 
 /// The size (meter units) of `history.messages()[..end]`.
-fn units_before(history: &History, cx: &Ctx, end: usize) -> u64 {
+pub(super) fn units_before(history: &History, cx: &Ctx, end: usize) -> u64 {
     let chars = history.chars().saturating_sub(history.chars_from(end));
     cx.meter.chars_to_units(chars)
 }
@@ -97,38 +98,60 @@ pub(super) fn micro_compact_cached(
 
 /// Whether the compaction the context limit asks for runs on this call.
 /// Always when the history is above the window limit (the request would
-/// not leave the answer its room), not above the context limit (nothing
-/// asks for it then), or when tidying alone can bring it under the limit
-/// (results are saved, the step is lossless, and it is what keeps a long
-/// session from summarizing: it runs as it always has). A summary between
-/// the two limits runs only when the cost model says that summarizing now
-/// pays against carrying the history on: the summary replaces every
-/// message with a marker (the ledger, and a summary as long as it may be,
-/// `Ctx::summary_chars`), and its own call (the history read back,
-/// the summary written as output) is its `X`.
+/// not leave the answer its room) or not above the context limit (nothing
+/// asks for it then). In between nothing forces it, and it is a bet that
+/// the session goes on: it runs only if it could lose, were the session to
+/// end with the next call, no more than compacting has saved the session
+/// so far (`Savings`). Tidying, when it alone can bring the history under
+/// the limit (results are saved, the step is lossless, and it is what
+/// keeps a long session from summarizing), runs on that condition alone.
+/// A summary must also pay by the cost model against carrying the history
+/// on: it replaces every message with a marker (the ledger, and a summary
+/// as long as it may be, `Ctx::summary_chars`), and its own call (the
+/// history read back, the summary written as output) is its `X`.
 pub(super) fn compaction_pays(
     history: &mut History,
     cx: &Ctx,
     cache: &CacheState,
+    savings: &Savings,
     request: &str,
 ) -> bool {
     let size = cx.measure(history);
-    if size <= cx.limits.context_limit
-        || size > cx.limits.hard_limit()
-        || tidy_floor_with(history, cx, cache.cold()) <= cx.limits.context_limit
-    {
+    if size <= cx.limits.context_limit || size > cx.limits.hard_limit() {
         return true;
+    }
+    let floor = tidy_floor_with(history, cx, cache.cold());
+    if floor <= cx.limits.context_limit {
+        return savings.covers(cache, tidy_rewrite(history, cx, size - floor));
     }
     // A bigger marker frees less, and the saving grows with what is freed:
     // if the summary does not pay even with a marker that carries no
     // ledger, it does not pay with the ledger either, and the ledger need
     // not be rendered (most calls in the band wait, each with new facts).
     let unledgered = marker_without_ledger_chars(cx, request);
-    if cache.verdict(summary_rewrite(history, cx, cache, unledgered, size)) == Verdict::DoesNotPay {
+    let bare = summary_rewrite(history, cx, cache, unledgered, size);
+    if cache.verdict(bare) == Verdict::DoesNotPay || !savings.covers(cache, bare) {
         return false;
     }
     let marker = marker_floor_chars(history, cx, request);
-    cache.verdict(summary_rewrite(history, cx, cache, marker, size)) != Verdict::DoesNotPay
+    let summary = summary_rewrite(history, cx, cache, marker, size);
+    cache.verdict(summary) != Verdict::DoesNotPay && savings.covers(cache, summary)
+}
+
+/// The rewrite tidying makes when it frees `freed` units: from the first
+/// message holding a result it could shrink (one above the placeholder
+/// floor), the earliest change micro_compact or fit_tool_results can make.
+fn tidy_rewrite(history: &History, cx: &Ctx, freed: u64) -> Rewrite {
+    let floor = cx.limits.placeholder_floor_chars;
+    let first = history
+        .messages()
+        .iter()
+        .position(|m| m.tool_results().any(|r| r.content_chars() > floor))
+        .unwrap_or(0);
+    Rewrite {
+        freed,
+        ..rewrite(history, cx, first, 0)
+    }
 }
 
 /// The rewrite a summary of `history` (measuring `size`) makes, priced
@@ -144,24 +167,36 @@ fn summary_rewrite(
     let summary_chars = cx.summary_chars(history);
     let marker = cx.meter.chars_to_units(marker_chars + summary_chars);
     let messages = units_before(history, cx, history.len());
+    let transcript = history.chars().min(cx.limits.summary_input_chars);
+    let answer = cx.meter.chars_to_units(summary_chars);
+    Rewrite {
+        cached: units_before(history, cx, history.unchanged_prefix()),
+        kept: 0,
+        freed: messages.saturating_sub(marker),
+        extra: summary_call_cost(cx, cache, size, transcript, answer),
+    }
+}
+
+/// What a summary's own call costs, in input-size units: its input (in
+/// place, the history measuring `size`, read back from the cache when it
+/// is warm; else a bounded transcript of `transcript_chars`, fresh input)
+/// and its answer of `answer` units, as output.
+pub(super) fn summary_call_cost(
+    cx: &Ctx,
+    cache: &CacheState,
+    size: u64,
+    transcript_chars: usize,
+    answer: u64,
+) -> f64 {
     let CachePrices {
         read,
         write,
         output,
     } = cache.prices;
-    // In place, the summary request is this history (a cache read when
-    // warm); else a bounded transcript, fresh input.
     let input = if size <= cx.limits.summarize_in_place_up_to {
         size as f64 * if cache.cold() { write } else { read }
     } else {
-        let chars = history.chars().min(cx.limits.summary_input_chars);
-        cx.meter.chars_to_units(chars) as f64
+        cx.meter.chars_to_units(transcript_chars) as f64
     };
-    let answer = output * cx.meter.chars_to_units(summary_chars) as f64;
-    Rewrite {
-        cached: units_before(history, cx, history.unchanged_prefix()),
-        kept: 0,
-        freed: messages.saturating_sub(marker),
-        extra: input + answer,
-    }
+    input + output * answer as f64
 }

@@ -57,10 +57,11 @@
 //! fill the limit (Claude Code's ~26k tokens at a 32k window), the old rule
 //! summarized on every call; now each summary waits until the calls since
 //! the last one have grown enough to pay for it, or until the next request
-//! would not fit. Above the window a summary always runs; tidying that can
-//! reach the limit (lossless: results are saved) runs at the limit as
-//! before. Measured on the shared traces at 32k: `default` went from
-//! 0.99× to 0.91× of `none`.
+//! would not fit. Above the window a summary always runs. Measured on the
+//! shared traces at 32k: `default` went from 0.99× to 0.91× of `none`.
+//! Since then a compaction in that band, summary or tidy, is also a bet
+//! the session must be able to cover with what compacting has already
+//! saved it (`savings`).
 //!
 //! `N` is a guess, and no guess is right for every session: a rewrite that
 //! pays over the expected calls loses on a session that ends soon after
@@ -171,6 +172,17 @@ impl CacheState {
         let kept = (rewrite.kept as f64).min(cached);
         let rewritten = (cached - kept - freed).max(0.0);
         (n - 1.0) * read * freed + read * (cached - kept) - write * rewritten - rewrite.extra
+    }
+
+    /// What `rewrite` costs more than it saves if the session ends with
+    /// the next call (0 when it saves even then): the most a rewrite taken
+    /// now can lose against leaving the history as it is.
+    pub fn loss_if_last(&self, rewrite: Rewrite) -> f64 {
+        let last = CacheState {
+            calls_so_far: 1,
+            ..*self
+        };
+        (-last.net_saving(rewrite)).max(0.0)
     }
 
     /// Whether `rewrite` may run now, and why.

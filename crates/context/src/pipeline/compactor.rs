@@ -6,10 +6,13 @@
 //! [`Summarizer`].
 
 use super::Ctx;
-use super::cache_gate::{compaction_pays, micro_compact_cached, snip_compact_cached};
+use super::cache_gate::{
+    compaction_pays, micro_compact_cached, snip_compact_cached, summary_call_cost, units_before,
+};
 use super::cache_model::CacheState;
 use super::progress::Progress;
-use super::report::{StepReport, Trigger};
+use super::report::{Step, StepReport, Trigger};
+use super::savings::Savings;
 use super::summary::{start_compact_history, start_reactive_compact};
 use super::tidy::{
     cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor_with,
@@ -56,6 +59,9 @@ pub struct Compactor {
     consecutive_over_limit: u32,
     /// What the caller said of the provider's cache for the next call.
     cache: Option<CacheState>,
+    /// What compacting has saved this session, by the cache model: what a
+    /// compaction the window does not force yet may bet.
+    savings: Savings,
 }
 
 impl Compactor {
@@ -67,6 +73,7 @@ impl Compactor {
             meter,
             consecutive_over_limit: 0,
             cache: None,
+            savings: Savings::default(),
         }
     }
 
@@ -93,6 +100,13 @@ impl Compactor {
     pub fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
         self.consecutive_over_limit = 0;
+    }
+
+    /// The caller replaced the history wholesale (a rewind, an undone
+    /// compaction, a resumed log): the savings stop counting what the
+    /// steps freed from the old one as still saved (see `Savings`).
+    pub fn history_replaced(&mut self) {
+        self.savings.history_replaced();
     }
 
     /// Where removed content is saved, so a harness can read it back or show
@@ -174,7 +188,7 @@ impl Compactor {
         // forces it): the steps then see the window as their limit.
         let held;
         let cx = match &cache {
-            Some(c) if !compaction_pays(history, &cx, c, request) => {
+            Some(c) if !compaction_pays(history, &cx, c, &self.savings, request) => {
                 held = Limits {
                     context_limit: cx.limits.hard_limit(),
                     ..cx.limits.clone()
@@ -254,6 +268,7 @@ impl Compactor {
         limit: u64,
     ) -> PrepareOutcome {
         let after = self.measure(history);
+        self.count_savings(history, after, &reports);
         let over_limit = after > limit;
         self.consecutive_over_limit = if over_limit {
             self.consecutive_over_limit + 1
@@ -267,6 +282,55 @@ impl Compactor {
             over_limit,
             consecutive_over_limit: self.consecutive_over_limit,
         }
+    }
+
+    /// Counts what this call's steps freed and cost, and what the call
+    /// then sends, into the session's savings (with a cache state only:
+    /// without one there is no cost model).
+    fn count_savings(&mut self, history: &History, sent: u64, reports: &[StepReport]) {
+        let Some(state) = self.cache else { return };
+        for report in reports {
+            self.count_step(&state, report);
+        }
+        let cx = self.ctx();
+        let overhead = cx.measure(&History::default());
+        let cached = overhead + units_before(history, &cx, history.unchanged_prefix());
+        self.savings.called(&state, sent, cached);
+    }
+
+    /// Counts what one step freed, and a summary's own call, into the
+    /// session's savings.
+    fn count_step(&mut self, state: &CacheState, report: &StepReport) {
+        if !report.applied() {
+            return;
+        }
+        let cx = self.ctx();
+        // The transcript and the answer at their longest: the savings are
+        // never counted above what they are.
+        let extra = match report.step {
+            Step::CompactHistory | Step::ReactiveCompact => {
+                let answer = cx.meter.chars_to_units(super::SUMMARY_CHARS);
+                summary_call_cost(
+                    &cx,
+                    state,
+                    report.before,
+                    cx.limits.summary_input_chars,
+                    report.after.min(answer),
+                )
+            }
+            _ => 0.0,
+        };
+        self.savings
+            .stepped(report.before.saturating_sub(report.after), extra);
+    }
+
+    /// A summary asked for outside the pipeline (`/compact`, recovery
+    /// from an overflow), counted into the savings like the pipeline's own.
+    fn counted(&mut self, _: &mut History, report: StepReport) -> StepReport {
+        if let Some(state) = self.cache {
+            self.count_step(&state, &report);
+        }
+        report
     }
 
     /// Where to put the extra cache breakpoint for the next request; see [`cache_anchor`].
@@ -297,7 +361,7 @@ impl Compactor {
         focus: Option<&str>,
     ) -> Progress<'a, StepReport> {
         let step = start_compact_history(history, &self.ctx(), request, focus, Trigger::Requested);
-        Progress::after_step(self, history, step, Box::new(|_, _, report| report))
+        Progress::after_step(self, history, step, Box::new(Compactor::counted))
     }
 
     /// Recovers from a provider's context-overflow error: keeps the newest
@@ -323,6 +387,6 @@ impl Compactor {
         request: &str,
     ) -> Progress<'a, StepReport> {
         let step = start_reactive_compact(history, &self.ctx(), request);
-        Progress::after_step(self, history, step, Box::new(|_, _, report| report))
+        Progress::after_step(self, history, step, Box::new(Compactor::counted))
     }
 }

@@ -23,6 +23,7 @@ mod cache_model;
 mod compactor;
 mod progress;
 mod report;
+mod savings;
 mod summary;
 mod tidy;
 
