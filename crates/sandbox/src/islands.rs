@@ -87,6 +87,10 @@ struct Listing {
     racy: bool,
     subfolders: Vec<PathBuf>,
     git: Option<GitEntry>,
+    /// The folder is itself a git folder (`git init --bare`): it holds a
+    /// `HEAD` naming a commit or a branch, `objects/` and `refs/`, as git
+    /// checks before taking a folder for one.
+    bare: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -114,7 +118,9 @@ impl RepoScan {
                 racy: now - meta.ctime() < RACY_SECONDS,
                 subfolders: Vec::new(),
                 git: None,
+                bare: false,
             };
+            let mut bare_parts = 0;
             for entry in std::fs::read_dir(dir).ok()?.flatten() {
                 let Ok(kind) = entry.file_type() else {
                     continue;
@@ -131,13 +137,33 @@ impl RepoScan {
                         None
                     };
                 } else if kind.is_dir() {
+                    if name == "objects" || name == "refs" {
+                        bare_parts += 1;
+                    }
                     listing.subfolders.push(entry.path());
+                } else if kind.is_file() && name == "HEAD" {
+                    bare_parts += 1;
                 }
             }
+            listing.bare = bare_parts == 3 && names_a_commit(&dir.join("HEAD"));
             self.folders.insert(dir.to_path_buf(), listing);
         }
         self.folders.get(dir)
     }
+}
+
+/// Whether `head` reads as git's `HEAD` does: a branch (`ref: refs/...`)
+/// or a commit's name. Read only for a folder that holds `objects/` and
+/// `refs/` too, so that a project's own folder of those names is not taken
+/// for a repository (and given a `hooks/` folder).
+fn names_a_commit(head: &Path) -> bool {
+    let Ok(text) = crate::read_regular_file(head, 256) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&text);
+    let line = text.trim_end();
+    line.starts_with("ref: refs/")
+        || (matches!(line.len(), 40 | 64) && line.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `policy` with the repositories of its `repo_roots` as they are now
@@ -145,6 +171,8 @@ impl RepoScan {
 /// the folders that changed since `scan` last looked.
 pub(crate) fn with_current_repos(policy: &Policy, scan: &mut RepoScan) -> Policy {
     let mut p = policy.clone();
+    // Found again: one removed since and made again by a command is new.
+    p.git_dirs.clear();
     for root in &policy.repo_roots {
         add_git_islands_cached(&mut p, root, scan);
     }
@@ -167,6 +195,15 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
         let Some(listing) = scan.listing(&dir) else {
             continue;
         };
+        // Its folders are git's own: no work tree, no repository in them.
+        // The root is the person's folder, a mount already: left as it is.
+        if listing.bare && dir != root {
+            if let Some(parent) = dir.parent() {
+                pin_folders_down_to(p, root, parent);
+            }
+            protect_git_dir(p, &dir);
+            continue;
+        }
         stack.extend(listing.subfolders.iter().filter(|d| **d != own).cloned());
         let git = listing.git;
         let path = dir.join(".git");
@@ -237,6 +274,7 @@ fn pin_folders_down_to(p: &mut Policy, root: &Path, dir: &Path) {
 /// another folder; recurses into its submodules' git folders.
 fn protect_git_dir(p: &mut Policy, git_dir: &Path) {
     p.pinned.push(git_dir.to_path_buf());
+    p.git_dirs.push(git_dir.to_path_buf());
     for (name, is_dir) in GIT_DIR_ISLANDS {
         let path = git_dir.join(name);
         if *is_dir && std::fs::symlink_metadata(&path).is_err() {
@@ -421,6 +459,27 @@ mod tests {
             assert!(p.read_only.contains(&ws.join(ro)), "{ro}: {p:?}");
         }
         assert!(!p.pinned.contains(&ws.join(".git/modules/sm/hooks")));
+    }
+
+    #[test]
+    fn a_bare_repository_is_protected_and_a_look_alike_folder_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        mkdirs(&ws, &["x/r.git/objects", "x/r.git/refs", "x/r.git/hooks"]);
+        std::fs::write(ws.join("x/r.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join("x/r.git/config"), "[core]\n\tbare = true\n").unwrap();
+        mkdirs(&ws, &["data/objects", "data/refs"]);
+        std::fs::write(ws.join("data/HEAD"), "a project's own file").unwrap();
+        let mut p = Policy::default();
+        add_git_islands(&mut p, &ws);
+        assert_eq!(p.git_dirs, vec![ws.join("x/r.git")]);
+        for pinned in ["x", "x/r.git"] {
+            assert!(p.pinned.contains(&ws.join(pinned)), "{pinned}: {p:?}");
+        }
+        for ro in ["x/r.git/config", "x/r.git/hooks"] {
+            assert!(p.read_only.contains(&ws.join(ro)), "{ro}: {p:?}");
+        }
+        assert!(!ws.join("data/hooks").exists(), "{p:?}");
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct Policy {
     pub repo_roots: Vec<PathBuf>,
     /// Where [`Policy::absent`] paths a command created are moved.
     pub quarantine: Option<PathBuf>,
+    /// Every git folder protected when the policy was made. One found after
+    /// a command that is not among them was made by that command, which
+    /// could write its config and hooks freely: whittle looks at them then.
+    /// Whittle's own bookkeeping: the helper never needs it.
+    #[serde(skip)]
+    pub git_dirs: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -88,7 +94,7 @@ impl Policy {
         p.read_only.sort();
         p.read_only.dedup();
         p.read_only.retain(|r| inside(r, &writable));
-        for list in [&mut p.pinned, &mut p.absent] {
+        for list in [&mut p.pinned, &mut p.absent, &mut p.git_dirs] {
             list.sort();
             list.dedup();
             list.retain(|r| inside(r, &writable));

@@ -9,6 +9,7 @@
 use crate::policy::Policy;
 use nix::fcntl::{AtFlags, OFlag, open, openat, renameat};
 use nix::sys::stat::{Mode, SFlag, fstatat};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
@@ -68,7 +69,7 @@ impl Quarantined {
 /// from the last one's handle: a process of the command still alive after
 /// a timeout (its sandbox is torn down just after) cannot swap a part of the
 /// path between the look and the move.
-fn created_at(policy: &Policy, path: &Path) -> Option<Found> {
+pub(crate) fn created_at(policy: &Policy, path: &Path) -> Option<Found> {
     let root = policy
         .write
         .iter()
@@ -102,7 +103,7 @@ fn created_at(policy: &Policy, path: &Path) -> Option<Found> {
 
 /// A folder opened without following a link at its name, relative to
 /// `parent` when given.
-fn open_folder(parent: Option<&OwnedFd>, path: &Path) -> Option<OwnedFd> {
+pub(crate) fn open_folder(parent: Option<&OwnedFd>, path: &Path) -> Option<OwnedFd> {
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     match parent {
         Some(parent) => openat(parent, path, flags, Mode::empty()).ok(),
@@ -124,66 +125,84 @@ fn move_aside(found: &Found, to: &Path) -> std::io::Result<()> {
 
 /// What a command made at a watched path: `name` in the open `folder`,
 /// at `path`.
-struct Found {
-    folder: OwnedFd,
-    name: OsString,
-    path: PathBuf,
+pub(crate) struct Found {
+    pub(crate) folder: OwnedFd,
+    pub(crate) name: OsString,
+    pub(crate) path: PathBuf,
 }
 
 /// Moves what a command created at `policy.absent` paths to
 /// `policy.quarantine`. Call it after the command and its sandbox ended.
 pub fn quarantine_new_paths(policy: &Policy) -> Vec<Quarantined> {
-    let mut created: Vec<Found> = Vec::new();
-    for found in policy.absent.iter().filter_map(|p| created_at(policy, p)) {
-        // Two watched paths under one link: the link goes aside once.
-        if !created.iter().any(|c| c.path == found.path) {
-            created.push(found);
-        }
-    }
-    if created.is_empty() {
-        return Vec::new();
-    }
-    let Some(base) = &policy.quarantine else {
-        return created
-            .into_iter()
-            .map(|found| Quarantined {
-                from: found.path,
-                to: None,
-                error: Some("no quarantine folder".into()),
-            })
-            .collect();
-    };
+    move_to_quarantine(policy, created_at_absent_paths(policy))
+}
+
+/// What a command created at `policy.absent` paths.
+pub(crate) fn created_at_absent_paths(policy: &Policy) -> impl Iterator<Item = Found> + '_ {
+    policy.absent.iter().filter_map(|p| created_at(policy, p))
+}
+
+/// Moves each of `created` to `policy.quarantine`, and says where. Each is
+/// moved as it comes, so only its folder is held open (a command could
+/// make thousands). One met twice (two watched paths under one link name
+/// the link twice) goes aside once.
+pub(crate) fn move_to_quarantine(
+    policy: &Policy,
+    created: impl IntoIterator<Item = Found>,
+) -> Vec<Quarantined> {
     let stamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
-    let dir = base.join(format!("{stamp}-{}", std::process::id()));
-    created
-        .into_iter()
-        .enumerate()
-        .map(|(i, found)| {
-            let from = found.path.clone();
-            // The quarantine folder is WORKSPACE/.whittle/quarantine.
-            let workspace = base.parent().and_then(Path::parent);
-            let rel = workspace
-                .and_then(|w| from.strip_prefix(w).ok())
-                .unwrap_or(&from);
-            let name = rel.to_string_lossy().replace('/', "__");
-            let to = dir.join(format!("{i}-{name}"));
-            match move_aside(&found, &to) {
-                Ok(()) => Quarantined {
-                    from,
-                    to: Some(to),
-                    error: None,
-                },
-                Err(e) => Quarantined {
-                    from,
-                    to: None,
-                    error: Some(e.to_string()),
-                },
-            }
-        })
-        .collect()
+    let batch = format!("{stamp}-{}", std::process::id());
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut moved = Vec::new();
+    for found in created {
+        if seen.insert(found.path.clone()) {
+            let to = policy
+                .quarantine
+                .as_deref()
+                .map(|base| quarantine_name(base, &batch, moved.len(), &found.path));
+            moved.push(move_one(found, to));
+        }
+    }
+    moved
+}
+
+/// Where the `index`th path of a batch goes: the workspace-relative path
+/// in one name, under `base/batch`.
+fn quarantine_name(base: &Path, batch: &str, index: usize, from: &Path) -> PathBuf {
+    // The quarantine folder is WORKSPACE/.whittle/quarantine.
+    let workspace = base.parent().and_then(Path::parent);
+    let rel = workspace
+        .and_then(|w| from.strip_prefix(w).ok())
+        .unwrap_or(from);
+    let name = rel.to_string_lossy().replace('/', "__");
+    base.join(batch).join(format!("{index}-{name}"))
+}
+
+/// Moves `found` to `to`, and says how it went; without a quarantine
+/// folder it stays.
+fn move_one(found: Found, to: Option<PathBuf>) -> Quarantined {
+    let Some(to) = to else {
+        return Quarantined {
+            from: found.path,
+            to: None,
+            error: Some("no quarantine folder".into()),
+        };
+    };
+    match move_aside(&found, &to) {
+        Ok(()) => Quarantined {
+            from: found.path,
+            to: Some(to),
+            error: None,
+        },
+        Err(e) => Quarantined {
+            from: found.path,
+            to: None,
+            error: Some(e.to_string()),
+        },
+    }
 }
 
 #[cfg(test)]

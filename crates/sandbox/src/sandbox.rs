@@ -3,8 +3,9 @@
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
 use crate::islands::{RepoScan, with_current_repos};
+use crate::new_repos::risky_in_new_repos;
 use crate::policy::Policy;
-use crate::quarantine::{Quarantined, quarantine_new_paths};
+use crate::quarantine::{Quarantined, created_at_absent_paths, move_to_quarantine};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -253,10 +254,29 @@ impl Sandbox {
 impl Sandbox {
     /// Call when a command from [`Sandbox::command`] has ended: moves what
     /// it created where the kernel could not stop it (a new
-    /// `.git/commondir`, `.vscode`) to the quarantine folder, and says so.
+    /// `.git/commondir`, `.vscode`, the config and hooks of a repository it
+    /// made) to the quarantine folder, and says so.
     pub fn after_command(&self) -> Vec<Quarantined> {
         let last = self.inner.last.lock().ok().and_then(|mut l| l.take());
-        last.map(|p| quarantine_new_paths(&p)).unwrap_or_default()
+        let Some(policy) = last else {
+            return Vec::new();
+        };
+        let git_dirs = self.git_dirs_now(&policy);
+        let created =
+            created_at_absent_paths(&policy).chain(risky_in_new_repos(&policy, &git_dirs));
+        move_to_quarantine(&policy, created)
+    }
+
+    /// The git folders under `policy`'s repository roots as they are now,
+    /// reading only the folders that changed since the last look.
+    fn git_dirs_now(&self, policy: &Policy) -> Vec<PathBuf> {
+        if policy.repo_roots.is_empty() {
+            return Vec::new();
+        }
+        match self.inner.scan.lock() {
+            Ok(mut scan) => with_current_repos(policy, &mut scan).git_dirs,
+            Err(_) => with_current_repos(policy, &mut RepoScan::default()).git_dirs,
+        }
     }
 }
 
@@ -348,4 +368,59 @@ pub enum ProbeError {
     /// The helper ran and a step failed: its one line, as it said it.
     #[error("{0}")]
     Refused(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn what_a_command_wrote_into_a_repository_it_made_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        git(&ws, &["init", "-q"]);
+        let mut policy = Policy {
+            write: vec![ws.clone()],
+            repo_roots: vec![ws.clone()],
+            quarantine: Some(ws.join(".whittle/quarantine")),
+            ..Policy::default()
+        };
+        crate::islands::add_git_islands(&mut policy, &ws);
+        let sandbox =
+            Sandbox::confined("/nonexistent".into(), policy, Vec::new(), Vec::new()).unwrap();
+        // What the command does, here without a sandbox: a repository with
+        // a config that runs a program, one with only what git writes.
+        sandbox.command("true", ["x"]).unwrap();
+        git(&ws, &["init", "-q", "sub"]);
+        git(
+            &ws.join("sub"),
+            &["config", "core.fsmonitor", "/tmp/evil.sh"],
+        );
+        git(&ws, &["init", "-q", "plain"]);
+        git(&ws.join("plain"), &["config", "user.email", "a@b"]);
+        let moved = sandbox.after_command();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert_eq!(moved[0].from, ws.join("sub/.git/config"));
+        let to = moved[0].to.as_ref().unwrap();
+        assert!(to.starts_with(ws.join(".whittle/quarantine")));
+        assert!(std::fs::read_to_string(to).unwrap().contains("fsmonitor"));
+        assert!(ws.join("plain/.git/config").exists());
+        // Known from the next command on: its hooks are the kernel's to
+        // keep read-only, and not looked at again.
+        sandbox.command("true", ["x"]).unwrap();
+        std::fs::write(ws.join("sub/.git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        assert!(sandbox.after_command().is_empty());
+    }
 }

@@ -159,6 +159,33 @@ const SESSION: &[Try] = &[
         "w14e",
         "printf '[core]\\n\\tfsmonitor = @FIRE@ w14e\\n' >> sepstore/config",
     )),
+    // A repository a command makes is protected from the next command on;
+    // what the making command wrote into it that runs a program is moved
+    // aside when it ends.
+    b(
+        "n1",
+        "git init -q n1 && printf '[core]\\n\\tfsmonitor = @FIRE@ n1\\n' >> n1/.git/config",
+    ),
+    b(
+        "n2",
+        "git init -q n2 && mkdir -p n2h && printf '#!/bin/sh\\n@FIRE@ n2\\n' > n2h/pre-commit && chmod +x n2h/pre-commit && git -C n2 config core.hooksPath ../n2h",
+    ),
+    b(
+        "n3",
+        "git init -q n3 && printf '#!/bin/sh\\n@FIRE@ n3\\n' > n3/.git/hooks/pre-commit && chmod +x n3/.git/hooks/pre-commit",
+    ),
+    b(
+        "n4",
+        "git init -q --separate-git-dir=n4store n4 && git -C n4 config core.fsmonitor '@FIRE@ n4'",
+    ),
+    b(
+        "n6",
+        "git init -q n6 && git -C n6 -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git -C n6 worktree add -q ../n6wt && mkdir -p n6evil && cp -r n6/.git/objects n6/.git/refs n6evil/ && printf '[core]\\n\\tfsmonitor = @FIRE@ n6\\n' > n6evil/config && echo ../../../../n6evil > n6/.git/worktrees/n6wt/commondir",
+    ),
+    b(
+        "n5",
+        "git init -q --bare n5.git && git -C n5.git config alias.st '!@FIRE@ n5'",
+    ),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
@@ -442,6 +469,11 @@ impl Arena {
             "sub6",
             "wt15",
             "d/e/f/g/h",
+            "n1",
+            "n2",
+            "n3",
+            "n4",
+            "n6wt",
         ];
         for repo in repos {
             let dir = ws.join(repo);
@@ -667,6 +699,13 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("w16", ".vscode"),
         ("w17", ".idea"),
         ("w18", ".git/objects/info/alternates"),
+        ("w4", "sub4/.git/commondir"),
+        ("n1", "n1/.git/config"),
+        ("n2", "n2/.git/config"),
+        ("n3", "n3/.git/hooks/pre-commit"),
+        ("n4", "n4store/config"),
+        ("n5", "n5.git/config"),
+        ("n6", "n6/.git/worktrees/n6wt/commondir"),
     ] {
         let Some((text, is_error)) = results.get(id) else {
             continue;

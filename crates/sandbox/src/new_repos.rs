@@ -1,0 +1,287 @@
+//! Repositories a command made. The kernel protects only the repositories
+//! found when a command's policy was made (see the `islands` module); one
+//! the command creates itself (`git init sub`, `git init --bare x.git`,
+//! `--separate-git-dir`) is protected from the next command on, but the
+//! command that made it could write anything into it first: a config
+//! naming `core.fsmonitor` or `core.hooksPath`, a `hooks/pre-commit`. The
+//! person's own git, outside the sandbox, would run them later.
+//!
+//! So when a command has ended, what in each new git folder can make git
+//! run a program or read another folder is moved to the quarantine folder,
+//! as what a command creates at a watched path is.
+
+use crate::harmless_config::is_harmless_config;
+use crate::policy::Policy;
+use crate::quarantine::{Found, created_at, open_folder};
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::sys::stat::{Mode, SFlag, fstatat};
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The largest config read; a larger one is moved aside unread (git's own
+/// are well under a kilobyte).
+const MAX_CONFIG: u64 = 64 * 1024;
+
+/// Most entries of a new `hooks/` or `worktrees/` folder looked at one by
+/// one; past it the folder goes aside whole (`git init` writes a dozen).
+/// Each one found is held open until it is moved.
+const MAX_ENTRIES: usize = 64;
+
+/// What `git worktree add` writes in `worktrees/NAME/commondir`: the
+/// repository's own git folder. Any other names a folder whose config git
+/// would read for that worktree.
+const OWN_COMMONDIR: &[u8] = b"../..\n";
+
+/// Files of a git folder that git never writes on `init` and that send it
+/// to another folder's config or objects: moved aside whatever they hold.
+const POINTERS: &[&str] = &["config.worktree", "commondir", "objects/info/alternates"];
+
+/// What in the git folders of `now` that are not in `policy.git_dirs` (the
+/// ones the command's policy protected) can make git run a program: a
+/// config with a setting outside the harmless ones, every hook but git's
+/// `.sample` files, files pointing git elsewhere. Nothing is followed
+/// through a link; a link where a folder was is itself what goes aside.
+pub(crate) fn risky_in_new_repos<'a>(
+    policy: &'a Policy,
+    now: &'a [PathBuf],
+) -> impl Iterator<Item = Found> + 'a {
+    let known: HashSet<&PathBuf> = policy.git_dirs.iter().collect();
+    now.iter()
+        .filter(move |dir| !known.contains(dir))
+        .flat_map(|dir| risky_in_git_dir(policy, dir))
+}
+
+/// [`risky_in_new_repos`] for one git folder.
+fn risky_in_git_dir(policy: &Policy, git_dir: &Path) -> Vec<Found> {
+    let mut risky = Vec::new();
+    for name in ["config"].iter().chain(POINTERS) {
+        let path = git_dir.join(name);
+        let Some(found) = created_at(policy, &path) else {
+            continue;
+        };
+        // A link above it, another kind of file, a pointer: all go aside.
+        let keep = found.path == path && *name == "config" && harmless_config_at(&found);
+        if !keep {
+            risky.push(found);
+        }
+    }
+    risky.extend(hooks_in(policy, &git_dir.join("hooks")));
+    risky.extend(worktree_pointers_in(policy, &git_dir.join("worktrees")));
+    risky
+}
+
+/// Of each linked worktree's folder (`worktrees/NAME`): a `commondir`
+/// naming another folder than the repository's own, and any
+/// `config.worktree`.
+fn worktree_pointers_in(policy: &Policy, worktrees: &Path) -> Vec<Found> {
+    let Some(names) = entries_of(policy, worktrees) else {
+        return created_at(policy, worktrees).into_iter().collect();
+    };
+    let mut risky = Vec::new();
+    for name in names {
+        let wt = worktrees.join(OsStr::from_bytes(&name));
+        let commondir = wt.join("commondir");
+        if let Some(found) = created_at(policy, &commondir) {
+            let own = found.path == commondir
+                && read_bounded(&found, 64).is_some_and(|t| t == OWN_COMMONDIR);
+            if !own {
+                risky.push(found);
+            }
+        }
+        risky.extend(created_at(policy, &wt.join("config.worktree")));
+    }
+    risky
+}
+
+/// The names in the folder at `path`, reached without following a link;
+/// `None` when it is not a folder (a link, a file) or holds more than
+/// [`MAX_ENTRIES`]; empty when nothing is there.
+fn entries_of(policy: &Policy, path: &Path) -> Option<Vec<Vec<u8>>> {
+    let Some(found) = created_at(policy, path) else {
+        return Some(Vec::new());
+    };
+    if found.path != path || kind_of(&found) != Some(SFlag::S_IFDIR) {
+        return None;
+    }
+    let folder = open_folder(Some(&found.folder), Path::new(&found.name))?;
+    let mut listing = Dir::from_fd(folder).ok()?;
+    let mut names = Vec::new();
+    for entry in listing.iter().flatten() {
+        let name = entry.file_name().to_bytes();
+        if matches!(name, b"." | b"..") {
+            continue;
+        }
+        if names.len() == MAX_ENTRIES {
+            return None;
+        }
+        names.push(name.to_vec());
+    }
+    Some(names)
+}
+
+/// Whether `found` is a regular file of at most [`MAX_CONFIG`] bytes whose
+/// settings are all harmless, read from the folder the walk held without
+/// following a link or blocking on a FIFO.
+fn harmless_config_at(found: &Found) -> bool {
+    read_bounded(found, MAX_CONFIG).is_some_and(|text| is_harmless_config(&text))
+}
+
+/// The bytes of `found` when it is a regular file of at most `limit`
+/// bytes, opened from the folder the walk held without following a link
+/// or blocking on a FIFO.
+fn read_bounded(found: &Found, limit: u64) -> Option<Vec<u8>> {
+    let flags = OFlag::O_RDONLY
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_NONBLOCK
+        | OFlag::O_NOCTTY
+        | OFlag::O_CLOEXEC;
+    let fd = openat(&found.folder, found.name.as_os_str(), flags, Mode::empty()).ok()?;
+    let file = File::from(fd);
+    if !file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() <= limit)
+    {
+        return None;
+    }
+    let mut text = Vec::new();
+    file.take(limit + 1).read_to_end(&mut text).ok()?;
+    (text.len() as u64 <= limit).then_some(text)
+}
+
+/// What in the `hooks` folder git could run: every entry but a file named
+/// `*.sample` (what `git init` copies there, which git never runs); `hooks`
+/// itself when it is a link, not a folder, or holds too much to list.
+fn hooks_in(policy: &Policy, hooks: &Path) -> Vec<Found> {
+    let Some(names) = entries_of(policy, hooks) else {
+        return created_at(policy, hooks).into_iter().collect();
+    };
+    names
+        .into_iter()
+        .filter_map(|name| created_at(policy, &hooks.join(OsStr::from_bytes(&name))))
+        .filter(|found| !is_sample(found))
+        .collect()
+}
+
+/// Whether `found` is a regular file named `*.sample`.
+fn is_sample(found: &Found) -> bool {
+    found.name.as_bytes().ends_with(b".sample") && kind_of(found) == Some(SFlag::S_IFREG)
+}
+
+/// What `found` is (folder, file, link...), looked at without following
+/// a link.
+fn kind_of(found: &Found) -> Option<SFlag> {
+    let stat = fstatat(
+        &found.folder,
+        found.name.as_os_str(),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    Some(SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn git_init(dir: &Path, config: &str) {
+        std::fs::create_dir_all(dir.join("hooks")).unwrap();
+        std::fs::create_dir_all(dir.join("objects")).unwrap();
+        std::fs::write(dir.join("config"), config).unwrap();
+        std::fs::write(dir.join("hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+    }
+
+    #[test]
+    fn what_runs_a_program_in_a_new_repository_is_found_and_the_rest_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let plain = "[core]\n\tbare = false\n";
+        let known = ws.join(".git");
+        git_init(&known, "[core]\n\tfsmonitor = person's own\n");
+        let policy = Policy {
+            write: vec![ws.clone()],
+            git_dirs: vec![known.clone()],
+            ..Policy::default()
+        };
+        // What the command made.
+        let hostile = ws.join("sub/.git");
+        git_init(&hostile, "[core]\n\tfsmonitor = /tmp/evil.sh\n");
+        let hook = hostile.join("hooks/pre-commit");
+        std::fs::write(&hook, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", hostile.join("hooks/post-checkout.sample")).unwrap();
+        std::fs::write(hostile.join("commondir"), "/elsewhere\n").unwrap();
+        for (wt, commondir) in [("own", "../..\n"), ("other", "../../../../x\n")] {
+            std::fs::create_dir_all(hostile.join("worktrees").join(wt)).unwrap();
+            std::fs::write(
+                hostile.join("worktrees").join(wt).join("commondir"),
+                commondir,
+            )
+            .unwrap();
+        }
+        let quiet = ws.join("quiet.git");
+        git_init(&quiet, plain);
+        let fifo = ws.join("fifo/.git");
+        git_init(&fifo, plain);
+        std::fs::remove_file(fifo.join("config")).unwrap();
+        nix::unistd::mkfifo(&fifo.join("config"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let now = [known, hostile.clone(), quiet, fifo.clone()];
+        let mut found: Vec<PathBuf> = risky_in_new_repos(&policy, &now).map(|f| f.path).collect();
+        found.sort();
+        let mut expected = vec![
+            fifo.join("config"),
+            hostile.join("commondir"),
+            hostile.join("config"),
+            hostile.join("hooks/post-checkout.sample"),
+            hostile.join("worktrees/other/commondir"),
+            hook,
+        ];
+        expected.sort();
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_link_in_place_of_a_new_repositorys_folder_is_found_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        git_init(&outside, "[core]\n\tfsmonitor = x\n");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("hooks-link")).unwrap();
+        git_init(&ws.join("r.git"), "");
+        std::fs::remove_dir_all(ws.join("r.git/hooks")).unwrap();
+        std::os::unix::fs::symlink(outside.join("hooks"), ws.join("r.git/hooks")).unwrap();
+        let policy = Policy {
+            write: vec![ws.clone()],
+            ..Policy::default()
+        };
+        let found: Vec<PathBuf> = risky_in_new_repos(&policy, &[ws.join("r.git")])
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(found, vec![ws.join("r.git/hooks")]);
+    }
+
+    #[test]
+    fn a_hooks_folder_too_full_to_list_goes_aside_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let repo = ws.join("r/.git");
+        git_init(&repo, "");
+        for i in 0..=MAX_ENTRIES {
+            std::fs::write(repo.join(format!("hooks/{i}.sample")), "").unwrap();
+        }
+        let policy = Policy {
+            write: vec![ws.clone()],
+            ..Policy::default()
+        };
+        let found: Vec<PathBuf> = risky_in_new_repos(&policy, std::slice::from_ref(&repo))
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(found, vec![repo.join("hooks")]);
+    }
+}
