@@ -33,6 +33,9 @@ const HARMLESS: &[&str] = &[
     "branch.*.rebase",
     "submodule.*.url",
     "submodule.*.active",
+    // What git-lfs writes on clone and pull (its filters live in the
+    // person's own config, not here).
+    "lfs.repositoryformatversion",
     // What a command commonly sets.
     "user.name",
     "user.email",
@@ -129,6 +132,8 @@ mod tests {
         assert!(is_harmless_config(init));
         let clone = "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n# a comment\n[user]\n\temail = a@b\n";
         assert!(is_harmless_config(clone.as_bytes()));
+        let lfs = "[core]\n\tbare = false\n[lfs]\n\trepositoryformatversion = 0\n";
+        assert!(is_harmless_config(lfs.as_bytes()));
         assert!(is_harmless_config(b""));
     }
 
