@@ -173,6 +173,7 @@ pub(crate) fn with_current_repos(policy: &Policy, scan: &mut RepoScan) -> Policy
     let mut p = policy.clone();
     // Found again: one removed since and made again by a command is new.
     p.git_dirs.clear();
+    p.git_pointers.clear();
     for root in &policy.repo_roots {
         add_git_islands_cached(&mut p, root, scan);
     }
@@ -210,6 +211,9 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
         if git.is_some() {
             pin_folders_down_to(p, root, &dir);
         }
+        if matches!(git, Some(GitEntry::File | GitEntry::Link)) {
+            p.git_pointers.push(path.clone());
+        }
         match git {
             Some(GitEntry::Folder) => protect_git_dir(p, &path),
             Some(GitEntry::File) => {
@@ -245,13 +249,19 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
 /// `.git` (a submodule's, a linked worktree's) is protected with that
 /// repository; one outside `root` is never followed.
 fn separate_git_dir(file: &Path, root: &Path) -> Option<PathBuf> {
+    real(&named_git_dir(file)?).filter(|t| {
+        t.is_dir() && t.starts_with(root) && !t.components().any(|c| c.as_os_str() == ".git")
+    })
+}
+
+/// The folder a `.git` file names (`gitdir: PATH`, relative to the
+/// file's folder), as written: not resolved, not checked to exist. `None`
+/// when the file is not a small regular file of that form.
+pub(crate) fn named_git_dir(file: &Path) -> Option<PathBuf> {
     let text = crate::read_regular_file(file, 4096).ok()?;
     let text = String::from_utf8(text).ok()?;
     let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let target = file.parent()?.join(named);
-    real(&target).filter(|t| {
-        t.is_dir() && t.starts_with(root) && !t.components().any(|c| c.as_os_str() == ".git")
-    })
+    Some(file.parent()?.join(named))
 }
 
 /// Pins every folder from below `root` down to `dir`, a folder holding a

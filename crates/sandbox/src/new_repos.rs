@@ -11,6 +11,7 @@
 //! as what a command creates at a watched path is.
 
 use crate::harmless_config::is_harmless_config;
+use crate::islands::named_git_dir;
 use crate::policy::Policy;
 use crate::quarantine::{Found, created_at, open_folder};
 use nix::dir::Dir;
@@ -54,6 +55,41 @@ pub(crate) fn risky_in_new_repos<'a>(
     now.iter()
         .filter(move |dir| !known.contains(dir))
         .flat_map(|dir| risky_in_git_dir(policy, dir))
+}
+
+/// The `.git` files and links of `now` that are not in
+/// `policy.git_pointers` (a command made them) and name a folder outside
+/// every repository root. git follows one from its folder to a git folder
+/// nothing protects: the private temp folder, whose real path a command
+/// knows, holds whatever config the command wrote there. One naming a
+/// folder inside a root names a git folder the scan finds and checks (a
+/// linked worktree's, a submodule's, `--separate-git-dir`'s); one naming
+/// nothing that exists, or not of git's form, goes aside too.
+pub(crate) fn pointers_out_of_roots<'a>(
+    policy: &'a Policy,
+    now: &'a [PathBuf],
+) -> impl Iterator<Item = Found> + 'a {
+    let known: HashSet<&PathBuf> = policy.git_pointers.iter().collect();
+    now.iter()
+        .filter(move |pointer| !known.contains(pointer))
+        .filter(|pointer| !points_into_a_root(policy, pointer))
+        .filter_map(|pointer| created_at(policy, pointer))
+}
+
+/// Whether the `.git` file or link at `pointer` names a folder inside one
+/// of `policy.repo_roots` (true too when it is gone: nothing to move).
+fn points_into_a_root(policy: &Policy, pointer: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(pointer) else {
+        return true;
+    };
+    let named = if meta.file_type().is_symlink() {
+        Some(pointer.to_path_buf())
+    } else {
+        named_git_dir(pointer)
+    };
+    named
+        .and_then(|n| std::fs::canonicalize(n).ok())
+        .is_some_and(|t| policy.repo_roots.iter().any(|root| t.starts_with(root)))
 }
 
 /// [`risky_in_new_repos`] for one git folder.
@@ -264,6 +300,51 @@ mod tests {
             .map(|f| f.path)
             .collect();
         assert_eq!(found, vec![ws.join("r.git/hooks")]);
+    }
+
+    #[test]
+    fn a_new_git_pointer_out_of_every_root_is_found_and_the_rest_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        // The private temp folder: writable by commands, no repository root.
+        let tmp = base.join("tmp");
+        git_init(&tmp.join("g"), "[core]\n\tfsmonitor = /tmp/evil.sh\n");
+        git_init(&ws.join("store"), "");
+        let write = |rel: &str, text: String| {
+            let path = ws.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        // Known before the command, though it names the temp folder.
+        let known = write("old/.git", format!("gitdir: {}\n", tmp.join("g").display()));
+        let into_tmp = write("a/.git", format!("gitdir: {}\n", tmp.join("g").display()));
+        let inside = write("b/.git", "gitdir: ../store\n".into());
+        let nowhere = write("c/.git", "gitdir: ../missing\n".into());
+        let garbage = write("d/.git", "not a pointer\n".into());
+        std::fs::create_dir_all(ws.join("e")).unwrap();
+        let link = ws.join("e/.git");
+        std::os::unix::fs::symlink(tmp.join("g"), &link).unwrap();
+        let policy = Policy {
+            write: vec![ws.clone(), tmp.clone()],
+            repo_roots: vec![ws.clone()],
+            git_pointers: vec![known.clone()],
+            ..Policy::default()
+        };
+        let now = [
+            known,
+            into_tmp.clone(),
+            inside,
+            nowhere.clone(),
+            garbage.clone(),
+            link.clone(),
+        ];
+        let mut found: Vec<PathBuf> = pointers_out_of_roots(&policy, &now)
+            .map(|f| f.path)
+            .collect();
+        found.sort();
+        assert_eq!(found, vec![into_tmp, nowhere, garbage, link]);
     }
 
     #[test]

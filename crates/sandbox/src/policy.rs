@@ -62,6 +62,11 @@ pub struct Policy {
     /// Whittle's own bookkeeping: the helper never needs it.
     #[serde(skip)]
     pub git_dirs: Vec<PathBuf>,
+    /// Every `.git` file or link found when the policy was made. One that
+    /// a command made can name a git folder outside every repository root
+    /// (the private temp folder), where nothing protects its config.
+    #[serde(skip)]
+    pub git_pointers: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -94,7 +99,12 @@ impl Policy {
         p.read_only.sort();
         p.read_only.dedup();
         p.read_only.retain(|r| inside(r, &writable));
-        for list in [&mut p.pinned, &mut p.absent, &mut p.git_dirs] {
+        for list in [
+            &mut p.pinned,
+            &mut p.absent,
+            &mut p.git_dirs,
+            &mut p.git_pointers,
+        ] {
             list.sort();
             list.dedup();
             list.retain(|r| inside(r, &writable));

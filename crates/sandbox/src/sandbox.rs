@@ -3,7 +3,7 @@
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
 use crate::islands::{RepoScan, with_current_repos};
-use crate::new_repos::risky_in_new_repos;
+use crate::new_repos::{pointers_out_of_roots, risky_in_new_repos};
 use crate::policy::Policy;
 use crate::quarantine::{Quarantined, created_at_absent_paths, move_to_quarantine};
 use std::ffi::OsStr;
@@ -261,21 +261,23 @@ impl Sandbox {
         let Some(policy) = last else {
             return Vec::new();
         };
-        let git_dirs = self.git_dirs_now(&policy);
-        let created =
-            created_at_absent_paths(&policy).chain(risky_in_new_repos(&policy, &git_dirs));
+        let now = self.repos_now(&policy);
+        let created = created_at_absent_paths(&policy)
+            .chain(risky_in_new_repos(&policy, &now.git_dirs))
+            .chain(pointers_out_of_roots(&policy, &now.git_pointers));
         move_to_quarantine(&policy, created)
     }
 
-    /// The git folders under `policy`'s repository roots as they are now,
-    /// reading only the folders that changed since the last look.
-    fn git_dirs_now(&self, policy: &Policy) -> Vec<PathBuf> {
+    /// The git folders, `.git` files and links under `policy`'s repository
+    /// roots as they are now, reading only the folders that changed since
+    /// the last look.
+    fn repos_now(&self, policy: &Policy) -> Policy {
         if policy.repo_roots.is_empty() {
-            return Vec::new();
+            return Policy::default();
         }
         match self.inner.scan.lock() {
-            Ok(mut scan) => with_current_repos(policy, &mut scan).git_dirs,
-            Err(_) => with_current_repos(policy, &mut RepoScan::default()).git_dirs,
+            Ok(mut scan) => with_current_repos(policy, &mut scan),
+            Err(_) => with_current_repos(policy, &mut RepoScan::default()),
         }
     }
 }

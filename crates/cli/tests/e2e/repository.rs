@@ -186,6 +186,13 @@ const SESSION: &[Try] = &[
         "n5",
         "git init -q --bare n5.git && git -C n5.git config alias.st '!@FIRE@ n5'",
     ),
+    // A `.git` file naming a git folder in the private temp folder (its
+    // real path is in TMPDIR), where nothing protects the config: the
+    // person's git in `n7` would read it while the session lives.
+    b(
+        "n7",
+        "git init -q --bare \"$TMPDIR/n7g\" && git -C \"$TMPDIR/n7g\" config core.fsmonitor '@FIRE@ n7' && mkdir -p n7 && printf 'gitdir: %s\\n' \"$TMPDIR/n7g\" > n7/.git && git -C n7 config --get core.fsmonitor",
+    ),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
@@ -706,6 +713,7 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("n4", "n4store/config"),
         ("n5", "n5.git/config"),
         ("n6", "n6/.git/worktrees/n6wt/commondir"),
+        ("n7", "n7/.git"),
     ] {
         let Some((text, is_error)) = results.get(id) else {
             continue;
