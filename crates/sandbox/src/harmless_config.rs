@@ -58,31 +58,65 @@ const HARMLESS: &[&str] = &[
 /// True when every setting in `text` is one of [`HARMLESS`]. A line this
 /// reader does not understand (a value continued on the next line, a
 /// setting on a section's line) makes it false.
-pub(crate) fn is_harmless_config(text: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(text) else {
-        return false;
+#[cfg(test)]
+fn is_harmless_config(text: &[u8]) -> bool {
+    harmless_part(text).is_some_and(|part| !part.dropped)
+}
+
+/// The settings of a config that run nothing, kept, and whether anything
+/// else was dropped.
+pub(crate) struct HarmlessPart {
+    /// The harmless settings with their section lines, comments and empty
+    /// lines, in order: a config git reads as those settings alone.
+    pub text: String,
+    /// Whether a setting or a line this reader does not understand was
+    /// left out.
+    pub dropped: bool,
+}
+
+/// What of `text` is harmless: each line kept is a comment, an empty line,
+/// a section line of a form this reader takes, or one [`HARMLESS`]
+/// setting under such a section, on one line. A setting whose value goes
+/// on past its line, and every line of a section this reader does not
+/// take, are dropped. `None` when `text` is not UTF-8.
+pub(crate) fn harmless_part(text: &[u8]) -> Option<HarmlessPart> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut part = HarmlessPart {
+        text: String::new(),
+        dropped: false,
     };
     let mut section: Option<String> = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if line.starts_with('[') {
-            match section_name(line) {
-                Some(name) => section = Some(name),
-                None => return false,
+    // A section's line is written with the first setting kept under it:
+    // a section left empty is left out.
+    let mut header: Option<&str> = None;
+    let mut continued = false;
+    for raw in text.lines() {
+        let line = raw.trim();
+        let was_continued = std::mem::replace(&mut continued, line.ends_with('\\'));
+        if was_continued {
+            part.dropped = true;
+        } else if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            if header.is_none() {
+                part.text.push_str(raw);
+                part.text.push('\n');
             }
-            continue;
-        }
-        let Some(section) = &section else {
-            return false;
-        };
-        if !setting_is_harmless(section, line) {
-            return false;
+        } else if line.starts_with('[') {
+            section = section_name(line);
+            header = Some(raw);
+            part.dropped |= section.is_none();
+        } else if section
+            .as_deref()
+            .is_some_and(|section| setting_is_harmless(section, line))
+        {
+            for kept in header.take().into_iter().chain([raw]) {
+                part.text.push_str(kept);
+                part.text.push('\n');
+            }
+        } else {
+            part.dropped = true;
         }
     }
-    true
+    Some(part)
 }
 
 /// `[core]` → `core`, `[remote "origin"]` → `remote.*`; `None` for what
@@ -100,7 +134,12 @@ fn section_name(line: &str) -> Option<String> {
     let name = name.to_ascii_lowercase();
     match sub {
         None => Some(name),
-        Some(sub) if sub.len() >= 2 && sub.starts_with('"') && sub.ends_with('"') => {
+        Some(sub)
+            if sub.len() >= 2
+                && sub.starts_with('"')
+                && sub.ends_with('"')
+                && !sub[1..sub.len() - 1].contains(['"', '\\', ']']) =>
+        {
             Some(format!("{name}.*"))
         }
         Some(_) => None,
@@ -159,5 +198,21 @@ mod tests {
             assert!(!is_harmless_config(text.as_bytes()), "{text}");
         }
         assert!(!is_harmless_config(b"[core]\n\xff\n"));
+    }
+
+    #[test]
+    fn the_harmless_part_keeps_only_settings_that_run_nothing() {
+        let text = "# made by a command\n[core]\n\tbare = false\n\tfsmonitor = evil\n\tpager = a \\\n\tmore\n[remote \"origin\"]\n\turl = https://x\n[alias]\n\tst = !evil\n\tco = checkout\n[remote \"a\"] [core\"]\n\turl = y\n[user]\n\temail = a@b\n";
+        let part = harmless_part(text.as_bytes()).unwrap();
+        assert!(part.dropped);
+        assert_eq!(
+            part.text,
+            "# made by a command\n[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://x\n[user]\n\temail = a@b\n"
+        );
+        // What is kept is harmless as a whole, and kept whole again.
+        assert!(is_harmless_config(part.text.as_bytes()));
+        let again = harmless_part(part.text.as_bytes()).unwrap();
+        assert!(!again.dropped);
+        assert_eq!(again.text, part.text);
     }
 }

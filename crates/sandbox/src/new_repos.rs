@@ -10,7 +10,7 @@
 //! run a program or read another folder is moved to the quarantine folder,
 //! as what a command creates at a watched path is.
 
-use crate::harmless_config::is_harmless_config;
+use crate::harmless_config::harmless_part;
 use crate::islands::named_git_dir;
 use crate::policy::Policy;
 use crate::quarantine::{Found, created_at, open_folder};
@@ -95,17 +95,30 @@ fn points_into_a_root(policy: &Policy, pointer: &Path) -> bool {
 /// [`risky_in_new_repos`] for one git folder.
 fn risky_in_git_dir(policy: &Policy, git_dir: &Path) -> Vec<Found> {
     let mut risky = Vec::new();
-    for name in ["config"].iter().chain(POINTERS) {
-        let path = git_dir.join(name);
-        let Some(found) = created_at(policy, &path) else {
-            continue;
-        };
-        // A link above it, another kind of file, a pointer: all go aside.
-        let keep = found.path == path && *name == "config" && harmless_config_at(&found);
-        if !keep {
-            risky.push(found);
+    if let Some(mut found) = created_at(policy, &git_dir.join("config")) {
+        // A link above it or in its place, another kind of file: aside as
+        // it is. A config with a setting that runs something: aside, and
+        // what in it runs nothing written back, so a clone keeps its
+        // remotes and branches and the next command finds a config.
+        let part = (found.path == git_dir.join("config"))
+            .then(|| read_bounded(&found, MAX_CONFIG))
+            .flatten()
+            .and_then(|text| harmless_part(&text));
+        match part {
+            Some(part) if !part.dropped => {}
+            Some(part) => {
+                found.replacement = Some(part.text);
+                risky.push(found);
+            }
+            None => risky.push(found),
         }
     }
+    // Pointers to other folders: aside whatever they hold.
+    risky.extend(
+        POINTERS
+            .iter()
+            .filter_map(|name| created_at(policy, &git_dir.join(name))),
+    );
     risky.extend(hooks_in(policy, &git_dir.join("hooks")));
     risky.extend(worktree_pointers_in(policy, &git_dir.join("worktrees")));
     risky
@@ -158,13 +171,6 @@ fn entries_of(policy: &Policy, path: &Path) -> Option<Vec<Vec<u8>>> {
         names.push(name.to_vec());
     }
     Some(names)
-}
-
-/// Whether `found` is a regular file of at most [`MAX_CONFIG`] bytes whose
-/// settings are all harmless, read from the folder the walk held without
-/// following a link or blocking on a FIFO.
-fn harmless_config_at(found: &Found) -> bool {
-    read_bounded(found, MAX_CONFIG).is_some_and(|text| is_harmless_config(&text))
 }
 
 /// The bytes of `found` when it is a regular file of at most `limit`

@@ -11,6 +11,7 @@ use nix::fcntl::{AtFlags, OFlag, open, openat, renameat};
 use nix::sys::stat::{Mode, SFlag, fstatat};
 use std::collections::HashSet;
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -25,6 +26,9 @@ pub struct Quarantined {
     pub to: Option<PathBuf>,
     /// Why it could not be moved.
     pub error: Option<String>,
+    /// Whether whittle wrote back, in its place, the part of it that runs
+    /// nothing (a new repository's config: its remotes and branches).
+    pub rewritten: bool,
 }
 
 impl Quarantined {
@@ -39,6 +43,11 @@ impl Quarantined {
                 .unwrap_or_else(|_| p.display().to_string())
         };
         match (&self.to, &self.error) {
+            (Some(to), _) if self.rewritten => format!(
+                "[whittle moved {} to {}: settings in it would make git run code outside the sandbox; whittle wrote back the ones that run nothing]",
+                shown(&self.from),
+                shown(to)
+            ),
             (Some(to), _) => format!(
                 "[whittle moved {} to {}: a command may not create it, since it would make git or an editor run code outside the sandbox; write it with write_file or edit_file, which ask]",
                 shown(&self.from),
@@ -91,6 +100,7 @@ pub(crate) fn created_at(policy: &Policy, path: &Path) -> Option<Found> {
                 folder,
                 name: name.to_os_string(),
                 path: at,
+                replacement: None,
             });
         }
         if kind != SFlag::S_IFDIR {
@@ -129,6 +139,8 @@ pub(crate) struct Found {
     pub(crate) folder: OwnedFd,
     pub(crate) name: OsString,
     pub(crate) path: PathBuf,
+    /// What to write in its place once it is moved, if anything.
+    pub(crate) replacement: Option<String>,
 }
 
 /// Moves what a command created at `policy.absent` paths to
@@ -189,10 +201,15 @@ fn move_one(found: Found, to: Option<PathBuf>) -> Quarantined {
             from: found.path,
             to: None,
             error: Some("no quarantine folder".into()),
+            rewritten: false,
         };
     };
     match move_aside(&found, &to) {
         Ok(()) => Quarantined {
+            rewritten: found
+                .replacement
+                .as_deref()
+                .is_some_and(|text| write_new(&found, text).is_ok()),
             from: found.path,
             to: Some(to),
             error: None,
@@ -201,8 +218,24 @@ fn move_one(found: Found, to: Option<PathBuf>) -> Quarantined {
             from: found.path,
             to: None,
             error: Some(e.to_string()),
+            rewritten: false,
         },
     }
+}
+
+/// Writes `text` as a new file where `found` was, from the folder handle
+/// the walk held, following no link and replacing nothing: anything there
+/// now is the command's, and stays.
+fn write_new(found: &Found, text: &str) -> std::io::Result<()> {
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = openat(
+        &found.folder,
+        found.name.as_os_str(),
+        flags,
+        Mode::from_bits_truncate(0o644),
+    )?;
+    std::fs::File::from(fd).write_all(text.as_bytes())
 }
 
 #[cfg(test)]

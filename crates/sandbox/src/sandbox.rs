@@ -418,6 +418,20 @@ mod tests {
         let to = moved[0].to.as_ref().unwrap();
         assert!(to.starts_with(ws.join(".whittle/quarantine")));
         assert!(std::fs::read_to_string(to).unwrap().contains("fsmonitor"));
+        // What in it runs nothing is written back: git still reads the
+        // repository's format and settings there, and nothing else.
+        assert!(moved[0].rewritten);
+        let kept = std::fs::read_to_string(ws.join("sub/.git/config")).unwrap();
+        assert!(kept.contains("repositoryformatversion") && !kept.contains("fsmonitor"));
+        let value = Command::new("git")
+            .args(["config", "--get", "core.fsmonitor"])
+            .current_dir(ws.join("sub"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(value.stdout.is_empty(), "{value:?}");
+        git(&ws.join("sub"), &["status", "-s"]);
         assert!(ws.join("plain/.git/config").exists());
         // Known from the next command on: its hooks are the kernel's to
         // keep read-only, and not looked at again.
