@@ -47,6 +47,6 @@ pub use placeholder::{
     Preview, is_saved_placeholder, looks_saved, path_text, persisted_output, saved_path_text,
     saved_placeholder,
 };
-pub use saved::SavedOutput;
+pub use saved::{SavedMismatch, SavedOutput};
 pub use store::Store;
 pub use transcript::{ArchivedSpan, WrittenLine};

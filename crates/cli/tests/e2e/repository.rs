@@ -563,7 +563,9 @@ fn secret_forms() -> Vec<(String, String)> {
     out
 }
 
-fn wait_at_most(mut child: std::process::Child, limit: Duration, what: &str) -> Output {
+/// The child's output, or a panic naming `what` when it runs past `limit`
+/// (killed first): a hang fails the test instead of stalling the suite.
+pub(crate) fn wait_at_most(mut child: std::process::Child, limit: Duration, what: &str) -> Output {
     let deadline = Instant::now() + limit;
     loop {
         if child.try_wait().unwrap().is_some() {

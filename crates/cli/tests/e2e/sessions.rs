@@ -1,7 +1,10 @@
 //! Sessions resumed by id.
 
-use crate::{Harness, assert_success, stderr, stdout};
-use serde_json::Value;
+use crate::repository::wait_at_most;
+use crate::{Harness, assert_success, stderr, stdout, tool_result};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
 use testkit::{Reply, content_text};
 
 #[test]
@@ -162,5 +165,68 @@ fn a_session_log_that_came_with_the_folder_is_not_taken_for_yours() {
     h.server.push(Reply::text("It was 42."));
     let out = h.run(&["--resume", &own, "-p", "what number?"]);
     assert_success(&out);
+    h.assert_clean();
+}
+
+/// A log's saved-output references name files by path, and the log is read
+/// back before its seal is checked: a shipped log (or a sealed one whose
+/// output file became something else) naming a FIFO or `/dev/zero` must
+/// not hang whittle or fill its memory. Such a file is not what was saved.
+#[test]
+fn a_saved_output_reference_to_a_fifo_is_refused_at_once() {
+    let h = Harness::new();
+    let fifo = h.home.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let sessions = h.state().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let id = "9999999999999-00001";
+    let lines = [
+        json!({"type": "session", "format": "whittle-session-1", "id": id,
+               "model": "anthropic:claude-sonnet-4-5",
+               "cwd": h.ws().canonicalize().unwrap(), "created_ms": 1}),
+        json!({"type": "message", "message": {"role": "user", "content": "list"}}),
+        json!({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]}}),
+        json!({"type": "message", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "[saved]"}]},
+               "refs": [{"block": 0, "path": fifo, "bytes": 5,
+                         "hash": "0000000000000000", "restore": true}]}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(sessions.join(format!("{id}.jsonl")), text).unwrap();
+    let spawn = |args: &[&str]| {
+        h.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    let out = wait_at_most(
+        spawn(&["--resume", id, "-p", "go on"]),
+        Duration::from_secs(60),
+        "resuming a shipped log",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("was not started by whittle under your account"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Taken as the person's own: the output is reported lost, not waited for.
+    h.server.push(Reply::text("resumed"));
+    let out = wait_at_most(
+        spawn(&["--trust-project", "--resume", id, "-p", "go on"]),
+        Duration::from_secs(60),
+        "resuming a trusted log",
+    );
+    assert_success(&out);
+    let sent = tool_result(&h.requests()[0].body, "t1");
+    assert!(
+        sent.to_string().contains("this result's full text is lost"),
+        "{sent}"
+    );
     h.assert_clean();
 }

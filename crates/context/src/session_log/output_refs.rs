@@ -8,7 +8,7 @@ use crate::{Block, Content, Message, ToolResult, ToolResultContent};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
-use whittle_store::{ContentHash, Store, StoreError};
+use whittle_store::{ContentHash, SavedMismatch, SavedOutput, Store, StoreError};
 use whittle_store::{Preview, persisted_output};
 
 /// Characters of a moved output shown in the log line itself: enough to
@@ -173,15 +173,17 @@ pub(super) fn restore(
 }
 
 /// The file's text when it is still what was saved; else why not.
-fn check(path: &Path, r: &OutputRef) -> Result<String, &'static str> {
-    let bytes = fs::read(path).map_err(|_| "is missing")?;
-    if bytes.len() as u64 != r.bytes || ContentHash::of(&bytes) != r.hash {
-        return Err("has changed");
-    }
+fn check(path: &Path, r: &OutputRef) -> Result<String, SavedMismatch> {
+    let saved = SavedOutput {
+        path: path.to_path_buf(),
+        bytes: r.bytes,
+        hash: r.hash,
+    };
+    let bytes = saved.read_back()?;
     if !r.restore {
         return Ok(String::new());
     }
-    String::from_utf8(bytes).map_err(|_| "has changed")
+    String::from_utf8(bytes).map_err(|_| SavedMismatch::Changed)
 }
 
 #[cfg(test)]
