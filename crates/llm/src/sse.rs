@@ -16,6 +16,10 @@ pub struct SseEvent {
 
 /// A single line longer than this is an error rather than a memory leak.
 const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// An event whose `data:` lines together grow past this is an error too:
+/// each line may be short, and a server that never sends the blank line
+/// ending the event would otherwise grow it without bound.
+const MAX_EVENT_BYTES: usize = MAX_LINE_BYTES;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Decodes a byte stream into [`SseEvent`]s.
@@ -78,7 +82,7 @@ impl SseDecoder {
             let line = std::str::from_utf8(&self.buf[start..end])
                 .map_err(|_| LlmError::malformed("the event stream is not valid UTF-8"))?
                 .to_owned();
-            self.line(&line, out);
+            self.line(&line, out)?;
             start = end + terminator;
         }
         self.buf.drain(..start);
@@ -90,13 +94,13 @@ impl SseDecoder {
         Ok(())
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) {
+    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
         if line.is_empty() {
             self.dispatch(out);
-            return;
+            return Ok(());
         }
         if line.starts_with(':') {
-            return; // comment
+            return Ok(()); // comment
         }
         let (field, value) = match line.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
@@ -105,6 +109,11 @@ impl SseDecoder {
         match field {
             "event" => value.clone_into(&mut self.event),
             "data" => {
+                if self.data.len() + value.len() >= MAX_EVENT_BYTES {
+                    return Err(LlmError::malformed(format!(
+                        "an event-stream event exceeds {MAX_EVENT_BYTES} bytes"
+                    )));
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -113,6 +122,7 @@ impl SseDecoder {
             }
             _ => {} // id, retry and unknown fields do not matter here
         }
+        Ok(())
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {

@@ -8,7 +8,10 @@ use common::*;
 use serde_json::json;
 use std::time::Duration;
 use testkit::{Chunking, ContextLimit, Fault, Reply, TestServer};
-use whittle_llm::{LlmError, StopReason, StreamEvent, Usage};
+use whittle_llm::{
+    AnthropicAuth, AnthropicConfig, AnthropicProvider, LlmError, RetryPolicy, Secret, StopReason,
+    StreamEvent, Usage,
+};
 use whittle_protocol::{Block, Content};
 
 #[tokio::test]
@@ -416,4 +419,65 @@ async fn an_exhausted_script_fails_loudly() {
     let (result, _) = run(&anthropic(&server), request("claude-sonnet-5-5")).await;
     let err = result.unwrap_err().to_string();
     assert!(err.contains("no scripted response left"), "{err}");
+}
+
+/// A server that starts one event-stream event and never ends it: `data:`
+/// lines, each short, for as long as the client reads. Every line is under
+/// the line bound, so only a bound on the event itself stops it.
+#[tokio::test]
+async fn an_event_that_never_ends_is_a_malformed_response() {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || endless_event(&listener));
+    let mut config = AnthropicConfig::new(
+        "claude-sonnet-5-5",
+        AnthropicAuth::ApiKey(Secret::new(ANTHROPIC_KEY)),
+    );
+    config.base_url = format!("http://127.0.0.1:{port}");
+    config.retry = RetryPolicy {
+        max_retries: 0,
+        ..fast_retry()
+    };
+    let provider = AnthropicProvider::new(config).unwrap();
+    let err = run(&provider, request("claude-sonnet-5-5"))
+        .await
+        .0
+        .unwrap_err();
+    assert!(matches!(err, LlmError::MalformedResponse { .. }), "{err:?}");
+    assert!(err.to_string().contains("event"), "{err}");
+    // Joined off the runtime: the connection's task, which closes it, runs there.
+    let sent = tokio::task::spawn_blocking(move || server.join().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        sent <= 80 << 20,
+        "the client read {sent} bytes of one event"
+    );
+}
+
+/// Answers one request with an event-stream that is one unending event, up
+/// to 128 MiB, then holds the connection silent until the client hangs up.
+/// Returns how many bytes the client took.
+fn endless_event(listener: &std::net::TcpListener) -> usize {
+    use std::io::{Read, Write};
+    let (mut socket, _) = listener.accept().unwrap();
+    let mut request = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = socket.read(&mut buf).unwrap();
+        request.extend_from_slice(&buf[..n]);
+    }
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nevent: message_start\n";
+    socket.write_all(head.as_bytes()).unwrap();
+    let line = format!("data: {}\n", "x".repeat(64 * 1024));
+    let mut sent = 0;
+    while sent < 128 << 20 {
+        if socket.write_all(line.as_bytes()).is_err() {
+            return sent;
+        }
+        sent += line.len();
+    }
+    // Silent: the client's idle timeout ends it, or its bound did already.
+    while socket.read(&mut buf).is_ok_and(|n| n > 0) {}
+    sent
 }
