@@ -269,6 +269,9 @@ pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionFile
             .next()
             .map(|s| s.path)
             .ok_or_else(|| SessionFileError::NotFound("to continue".into())),
+        // Every id starts with the empty one: it names no session, not the
+        // only one there is.
+        Some("") => Err(SessionFileError::NotFound("\"\"".into())),
         Some(id) => {
             if let Some(exact) = sessions.iter().find(|s| s.id == id) {
                 return Ok(exact.path.clone());
@@ -329,5 +332,9 @@ mod tests {
             path
         );
         assert!(find_session(dir.path(), Some("nope")).is_err());
+        assert!(matches!(
+            find_session(dir.path(), Some("")),
+            Err(SessionFileError::NotFound(_))
+        ));
     }
 }
