@@ -123,21 +123,33 @@ pub(crate) fn bash_blocks(text: &str) -> Vec<&str> {
         let after_open = from + offset + OPEN.len();
         let rest = &text[after_open..];
         let spaces = rest.len() - rest.trim_start().len();
-        // `\s*\n` backtracks from the longest run of whitespace: try the
-        // newlines in it from last to first.
-        let matched = rest[..spaces]
+        // `\s*\n` backtracks from the longest run of whitespace: the body
+        // starts after its last newline whose rest holds a close.
+        let mut newlines = rest[..spaces]
             .char_indices()
             .filter(|(_, c)| *c == '\n')
             .map(|(at, _)| after_open + at + 1)
-            .rev()
-            .find_map(|body| text[body..].find(CLOSE).map(|len| (body, body + len)));
-        match matched {
-            Some((body, end)) => {
-                found.push(&text[body..end]);
-                from = end + CLOSE.len();
-            }
-            None => from = after_open,
-        }
+            .rev();
+        let Some(last) = newlines.next() else {
+            from = after_open;
+            continue;
+        };
+        let matched = match text[last..].find(CLOSE) {
+            Some(len) => (last, last + len),
+            // Before `last` there is only whitespace: from an earlier
+            // newline the one close more to find is the one the last
+            // newline itself starts. Without it there is no close after
+            // this point, for this block or any later one (searching from
+            // every newline of a long run, block after block, was
+            // quadratic: a recorded answer could stall the import).
+            None => match newlines.next() {
+                Some(body) if text[last..].starts_with("```") => (body, last - 1),
+                _ => break,
+            },
+        };
+        let (body, end) = matched;
+        found.push(&text[body..end]);
+        from = end + CLOSE.len();
     }
     found
 }
@@ -155,5 +167,47 @@ mod tests {
         assert_eq!(bash_blocks("```bash\nx\n```\n```bash\ny\n```"), ["x", "y"]);
         assert_eq!(bash_blocks("```python\nx\n```"), Vec::<&str>::new());
         assert_eq!(bash_blocks("```bashé\nx"), Vec::<&str>::new());
+        // A long run of newlines with no close, block after block.
+        let open = format!("```bash{}x", "\n".repeat(100_000));
+        assert_eq!(bash_blocks(&open.repeat(50)), Vec::<&str>::new());
+    }
+
+    /// The regex's semantics, tried from every newline as the regex
+    /// backtracks: what the scan above must return.
+    fn bash_blocks_by_backtracking(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        let mut from = 0;
+        while let Some(offset) = text[from..].find("```bash") {
+            let after_open = from + offset + "```bash".len();
+            let rest = &text[after_open..];
+            let spaces = rest.len() - rest.trim_start().len();
+            let matched = rest[..spaces]
+                .char_indices()
+                .filter(|(_, c)| *c == '\n')
+                .map(|(at, _)| after_open + at + 1)
+                .rev()
+                .find_map(|body| text[body..].find("\n```").map(|len| (body, body + len)));
+            match matched {
+                Some((body, end)) => {
+                    found.push(&text[body..end]);
+                    from = end + 4;
+                }
+                None => from = after_open,
+            }
+        }
+        found
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_scan_finds_what_backtracking_finds(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["```bash", "```", "\n", " ", "\t", "x", "é", "\n```"]),
+                0..40,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(bash_blocks(&text), bash_blocks_by_backtracking(&text));
+        }
     }
 }
