@@ -138,7 +138,8 @@ fn section_name(line: &str) -> Option<String> {
             if sub.len() >= 2
                 && sub.starts_with('"')
                 && sub.ends_with('"')
-                && !sub[1..sub.len() - 1].contains(['"', '\\', ']']) =>
+                && !sub[1..sub.len() - 1].contains(['"', '\\', ']'])
+                && !sub.chars().any(char::is_control) =>
         {
             Some(format!("{name}.*"))
         }
@@ -153,8 +154,10 @@ fn setting_is_harmless(section: &str, line: &str) -> bool {
     if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
         return false;
     }
-    // A value continued on the next line would be read as a setting here.
-    if line.ends_with('\\') {
+    // A value continued on the next line would be read as a setting here;
+    // a control character (a NUL, a lone carriage return) is not something
+    // this reader knows how git takes.
+    if line.ends_with('\\') || line.chars().any(|c| c.is_control() && c != '\t') {
         return false;
     }
     let full = format!("{section}.{}", key.to_ascii_lowercase());
@@ -194,6 +197,8 @@ mod tests {
             "[user]\n\tname = a \\\n\tfsmonitor = evil\n",
             "bare = false\n",
             "[core]\n\t\"quoted\" = 1\n",
+            "[user]\n\temail = a\0b\n",
+            "[user]\n\temail = a\rfsmonitor = evil\n",
         ] {
             assert!(!is_harmless_config(text.as_bytes()), "{text}");
         }
