@@ -58,27 +58,35 @@ pub(crate) fn risky_in_new_repos<'a>(
 }
 
 /// The `.git` files and links of `now` that are not in
-/// `policy.git_pointers` (a command made them) and name a folder outside
-/// every repository root. git follows one from its folder to a git folder
-/// nothing protects: the private temp folder, whose real path a command
-/// knows, holds whatever config the command wrote there. One naming a
-/// folder inside a root names a git folder the scan finds and checks (a
-/// linked worktree's, a submodule's, `--separate-git-dir`'s); one naming
-/// nothing that exists, or not of git's form, goes aside too.
+/// `policy.git_pointers` (a command made them) and name anything but a git
+/// folder the scan found and checked (`now.git_dirs`) or a linked worktree's
+/// folder of one. git follows one from its folder to a git folder nothing
+/// protects: the private temp folder, whose real path a command knows, or
+/// a folder inside another's `.git` (`sub/.git/g`), where the scan never
+/// looks for repositories, both hold whatever config the command wrote
+/// there. One naming nothing that exists, or not of git's form, goes aside
+/// too.
 pub(crate) fn pointers_out_of_roots<'a>(
     policy: &'a Policy,
-    now: &'a [PathBuf],
+    now: &'a Policy,
 ) -> impl Iterator<Item = Found> + 'a {
     let known: HashSet<&PathBuf> = policy.git_pointers.iter().collect();
-    now.iter()
+    let checked: HashSet<PathBuf> = now
+        .git_dirs
+        .iter()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .collect();
+    now.git_pointers
+        .iter()
         .filter(move |pointer| !known.contains(pointer))
-        .filter(|pointer| !points_into_a_root(policy, pointer))
+        .filter(move |pointer| !names_a_checked_git_dir(&checked, pointer))
         .filter_map(|pointer| created_at(policy, pointer))
 }
 
-/// Whether the `.git` file or link at `pointer` names a folder inside one
-/// of `policy.repo_roots` (true too when it is gone: nothing to move).
-fn points_into_a_root(policy: &Policy, pointer: &Path) -> bool {
+/// Whether the `.git` file or link at `pointer` names one of `checked`
+/// (real paths), or a linked worktree's folder of one (true too when it is
+/// gone: nothing to move).
+fn names_a_checked_git_dir(checked: &HashSet<PathBuf>, pointer: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(pointer) else {
         return true;
     };
@@ -89,7 +97,21 @@ fn points_into_a_root(policy: &Policy, pointer: &Path) -> bool {
     };
     named
         .and_then(|n| std::fs::canonicalize(n).ok())
-        .is_some_and(|t| policy.repo_roots.iter().any(|root| t.starts_with(root)))
+        .is_some_and(|t| checked.contains(&t) || is_own_worktree(checked, &t))
+}
+
+/// Whether `folder` is `G/worktrees/NAME` of a git folder G among
+/// `checked`, with the `commondir` git writes there (`../..`, G itself):
+/// git then reads G's config and hooks. Without it git would take the
+/// folder for a git folder of its own, whose config nothing checked.
+fn is_own_worktree(checked: &HashSet<PathBuf>, folder: &Path) -> bool {
+    folder
+        .parent()
+        .filter(|p| p.file_name() == Some(OsStr::new("worktrees")))
+        .and_then(Path::parent)
+        .is_some_and(|git_dir| checked.contains(git_dir))
+        && crate::read_regular_file(&folder.join("commondir"), 64)
+            .is_ok_and(|text| text == OWN_COMMONDIR)
 }
 
 /// [`risky_in_new_repos`] for one git folder.
@@ -309,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_git_pointer_out_of_every_root_is_found_and_the_rest_kept() {
+    fn a_new_git_pointer_to_anything_but_a_checked_git_folder_is_found() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let ws = base.join("ws");
@@ -317,6 +339,18 @@ mod tests {
         let tmp = base.join("tmp");
         git_init(&tmp.join("g"), "[core]\n\tfsmonitor = /tmp/evil.sh\n");
         git_init(&ws.join("store"), "");
+        // A git folder inside another's `.git`, where the scan never looks.
+        git_init(
+            &ws.join("store/hidden"),
+            "[core]\n\tfsmonitor = /tmp/evil.sh\n",
+        );
+        for (wt, commondir) in [("own", Some("../..\n")), ("whole", None)] {
+            let folder = ws.join("store/worktrees").join(wt);
+            git_init(&folder, "[core]\n\tfsmonitor = /tmp/evil.sh\n");
+            if let Some(text) = commondir {
+                std::fs::write(folder.join("commondir"), text).unwrap();
+            }
+        }
         let write = |rel: &str, text: String| {
             let path = ws.join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -329,6 +363,9 @@ mod tests {
         let inside = write("b/.git", "gitdir: ../store\n".into());
         let nowhere = write("c/.git", "gitdir: ../missing\n".into());
         let garbage = write("d/.git", "not a pointer\n".into());
+        let unscanned = write("f/.git", "gitdir: ../store/hidden\n".into());
+        let worktree = write("g/.git", "gitdir: ../store/worktrees/own\n".into());
+        let whole = write("h/.git", "gitdir: ../store/worktrees/whole\n".into());
         std::fs::create_dir_all(ws.join("e")).unwrap();
         let link = ws.join("e/.git");
         std::os::unix::fs::symlink(tmp.join("g"), &link).unwrap();
@@ -338,19 +375,28 @@ mod tests {
             git_pointers: vec![known.clone()],
             ..Policy::default()
         };
-        let now = [
-            known,
-            into_tmp.clone(),
-            inside,
-            nowhere.clone(),
-            garbage.clone(),
-            link.clone(),
-        ];
+        let now = Policy {
+            git_dirs: vec![ws.join("store")],
+            git_pointers: vec![
+                known,
+                into_tmp.clone(),
+                inside,
+                nowhere.clone(),
+                garbage.clone(),
+                link.clone(),
+                unscanned.clone(),
+                worktree,
+                whole.clone(),
+            ],
+            ..Policy::default()
+        };
         let mut found: Vec<PathBuf> = pointers_out_of_roots(&policy, &now)
             .map(|f| f.path)
             .collect();
         found.sort();
-        assert_eq!(found, vec![into_tmp, nowhere, garbage, link]);
+        let mut expected = vec![into_tmp, nowhere, garbage, link, unscanned, whole];
+        expected.sort();
+        assert_eq!(found, expected);
     }
 
     #[test]

@@ -264,7 +264,7 @@ impl Sandbox {
         let now = self.repos_now(&policy);
         let created = created_at_absent_paths(&policy)
             .chain(risky_in_new_repos(&policy, &now.git_dirs))
-            .chain(pointers_out_of_roots(&policy, &now.git_pointers));
+            .chain(pointers_out_of_roots(&policy, &now));
         move_to_quarantine(&policy, created)
     }
 

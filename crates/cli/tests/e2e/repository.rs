@@ -193,6 +193,22 @@ const SESSION: &[Try] = &[
         "n7",
         "git init -q --bare \"$TMPDIR/n7g\" && git -C \"$TMPDIR/n7g\" config core.fsmonitor '@FIRE@ n7' && mkdir -p n7 && printf 'gitdir: %s\\n' \"$TMPDIR/n7g\" > n7/.git && git -C n7 config --get core.fsmonitor",
     ),
+    // A `.git` file naming a git folder kept inside another's `.git`
+    // folder (a new repository's, the workspace's), where the scan does not
+    // look for repositories; one naming a linked worktree's folder whose
+    // `commondir` names a copy of the repository with a config of its own.
+    b(
+        "n8",
+        "git init -q n8r && git init -q --bare n8r/.git/g && git -C n8r/.git/g config core.bare false && git -C n8r/.git/g config core.fsmonitor '@FIRE@ n8' && mkdir -p n8 && printf 'gitdir: ../n8r/.git/g\\n' > n8/.git",
+    ),
+    b(
+        "n9",
+        "git init -q --bare .git/n9g && git -C .git/n9g config core.bare false && git -C .git/n9g config core.fsmonitor '@FIRE@ n9' && mkdir -p n9 && printf 'gitdir: ../.git/n9g\\n' > n9/.git",
+    ),
+    b(
+        "n10",
+        "git worktree add -q n10wt && mkdir -p n10evil && cp -r .git/objects .git/refs n10evil/ && printf '[core]\\n\\tfsmonitor = @FIRE@ n10\\n' > n10evil/config && echo ../../../n10evil > .git/worktrees/n10wt/commondir",
+    ),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
@@ -222,7 +238,9 @@ const SESSION: &[Try] = &[
     b("x3", "echo pwned >> @H@/.bashrc"),
     b("x4", "echo 'permission_mode = \"yolo\"' >> @UC@"),
     b("x5", "ls @C@ > loot-x5; cat @C@/secret.txt >> loot-x5"),
-    fails(b("x6", "printf 'gitdir: %s\\n' @C@ > wt15/.git")),
+    // w15's `.git` file went aside (its worktree's commondir names another
+    // folder): a new one naming a folder outside goes aside too.
+    b("x6", "printf 'gitdir: %s\\n' @C@ > wt15/.git"),
     fails(b("x7", "printf '%s\\n' @C@ > .git/worktrees/wt15/gitdir")),
     b("x8", "echo pwned > home.git/.bashrc"),
     // The terminal: whittle's is a real pseudo-terminal in this test.
@@ -481,6 +499,9 @@ impl Arena {
             "n3",
             "n4",
             "n6wt",
+            "n8",
+            "n9",
+            "n10wt",
         ];
         for repo in repos {
             let dir = ws.join(repo);
@@ -716,6 +737,11 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("n5", "n5.git/config"),
         ("n6", "n6/.git/worktrees/n6wt/commondir"),
         ("n7", "n7/.git"),
+        ("n8", "n8/.git"),
+        ("n9", "n9/.git"),
+        ("n10", "n10wt/.git"),
+        ("w15", "wt15/.git"),
+        ("x6", "wt15/.git"),
     ] {
         let Some((text, is_error)) = results.get(id) else {
             continue;
