@@ -212,7 +212,8 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
             pin_folders_down_to(p, root, &dir);
         }
         if matches!(git, Some(GitEntry::File | GitEntry::Link)) {
-            p.git_pointers.push(path.clone());
+            let named = pointer_target(&path);
+            p.git_pointers.push((path.clone(), named));
         }
         match git {
             Some(GitEntry::Folder) => protect_git_dir(p, &path),
@@ -262,6 +263,18 @@ pub(crate) fn named_git_dir(file: &Path) -> Option<PathBuf> {
     let text = String::from_utf8(text).ok()?;
     let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     Some(file.parent()?.join(named))
+}
+
+/// The real path of the folder a `.git` file or link at `pointer` names,
+/// as git would reach it now; `None` when it names nothing that exists.
+pub(crate) fn pointer_target(pointer: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(pointer).ok()?;
+    let named = if meta.file_type().is_symlink() {
+        pointer.to_path_buf()
+    } else {
+        named_git_dir(pointer)?
+    };
+    std::fs::canonicalize(named).ok()
 }
 
 /// Pins every folder from below `root` down to `dir`, a folder holding a

@@ -11,7 +11,6 @@
 //! as what a command creates at a watched path is.
 
 use crate::harmless_config::harmless_part;
-use crate::islands::named_git_dir;
 use crate::policy::Policy;
 use crate::quarantine::{Found, created_at, open_folder};
 use nix::dir::Dir;
@@ -58,7 +57,9 @@ pub(crate) fn risky_in_new_repos<'a>(
 }
 
 /// The `.git` files and links of `now` that are not in
-/// `policy.git_pointers` (a command made them) and name anything but a git
+/// `policy.git_pointers` with the folder they name now (a command made
+/// them, or pointed them elsewhere: a known link retargeted, a link on a
+/// known file's `gitdir:` path changed) and name anything but a git
 /// folder the scan found and checked (`now.git_dirs`) or a linked worktree's
 /// folder of one. git follows one from its folder to a git folder nothing
 /// protects: the private temp folder, whose real path a command knows, or
@@ -70,7 +71,7 @@ pub(crate) fn pointers_out_of_roots<'a>(
     policy: &'a Policy,
     now: &'a Policy,
 ) -> impl Iterator<Item = Found> + 'a {
-    let known: HashSet<&PathBuf> = policy.git_pointers.iter().collect();
+    let known: HashSet<&(PathBuf, Option<PathBuf>)> = policy.git_pointers.iter().collect();
     let checked: HashSet<PathBuf> = now
         .git_dirs
         .iter()
@@ -79,25 +80,12 @@ pub(crate) fn pointers_out_of_roots<'a>(
     now.git_pointers
         .iter()
         .filter(move |pointer| !known.contains(pointer))
-        .filter(move |pointer| !names_a_checked_git_dir(&checked, pointer))
-        .filter_map(|pointer| created_at(policy, pointer))
-}
-
-/// Whether the `.git` file or link at `pointer` names one of `checked`
-/// (real paths), or a linked worktree's folder of one (true too when it is
-/// gone: nothing to move).
-fn names_a_checked_git_dir(checked: &HashSet<PathBuf>, pointer: &Path) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(pointer) else {
-        return true;
-    };
-    let named = if meta.file_type().is_symlink() {
-        Some(pointer.to_path_buf())
-    } else {
-        named_git_dir(pointer)
-    };
-    named
-        .and_then(|n| std::fs::canonicalize(n).ok())
-        .is_some_and(|t| checked.contains(&t) || is_own_worktree(checked, &t))
+        .filter(move |(_, named)| {
+            !named
+                .as_deref()
+                .is_some_and(|t| checked.contains(t) || is_own_worktree(&checked, t))
+        })
+        .filter_map(|(pointer, _)| created_at(policy, pointer))
 }
 
 /// Whether `folder` is `G/worktrees/NAME` of a git folder G among
@@ -369,32 +357,49 @@ mod tests {
         std::fs::create_dir_all(ws.join("e")).unwrap();
         let link = ws.join("e/.git");
         std::os::unix::fs::symlink(tmp.join("g"), &link).unwrap();
+        // A link known before the command, to the checked folder; the
+        // command pointed it at the temp folder.
+        std::fs::create_dir_all(ws.join("k")).unwrap();
+        let retargeted = ws.join("k/.git");
+        std::os::unix::fs::symlink(ws.join("store"), &retargeted).unwrap();
+        let as_it_was = crate::islands::pointer_target(&retargeted);
+        std::fs::remove_file(&retargeted).unwrap();
+        std::os::unix::fs::symlink(tmp.join("g"), &retargeted).unwrap();
+        let scanned = |paths: &[&PathBuf]| -> Vec<(PathBuf, Option<PathBuf>)> {
+            paths
+                .iter()
+                .map(|p| ((*p).clone(), crate::islands::pointer_target(p)))
+                .collect()
+        };
         let policy = Policy {
             write: vec![ws.clone(), tmp.clone()],
             repo_roots: vec![ws.clone()],
-            git_pointers: vec![known.clone()],
+            git_pointers: [scanned(&[&known]), vec![(retargeted.clone(), as_it_was)]].concat(),
             ..Policy::default()
         };
         let now = Policy {
             git_dirs: vec![ws.join("store")],
-            git_pointers: vec![
-                known,
-                into_tmp.clone(),
-                inside,
-                nowhere.clone(),
-                garbage.clone(),
-                link.clone(),
-                unscanned.clone(),
-                worktree,
-                whole.clone(),
-            ],
+            git_pointers: scanned(&[
+                &known,
+                &into_tmp,
+                &inside,
+                &nowhere,
+                &garbage,
+                &link,
+                &unscanned,
+                &worktree,
+                &whole,
+                &retargeted,
+            ]),
             ..Policy::default()
         };
         let mut found: Vec<PathBuf> = pointers_out_of_roots(&policy, &now)
             .map(|f| f.path)
             .collect();
         found.sort();
-        let mut expected = vec![into_tmp, nowhere, garbage, link, unscanned, whole];
+        let mut expected = vec![
+            into_tmp, nowhere, garbage, link, unscanned, whole, retargeted,
+        ];
         expected.sort();
         assert_eq!(found, expected);
     }

@@ -62,11 +62,12 @@ pub struct Policy {
     /// Whittle's own bookkeeping: the helper never needs it.
     #[serde(skip)]
     pub git_dirs: Vec<PathBuf>,
-    /// Every `.git` file or link found when the policy was made. One that
-    /// a command made can name a git folder outside every repository root
-    /// (the private temp folder), where nothing protects its config.
+    /// Every `.git` file or link found when the policy was made, with the
+    /// folder it named then (its real path). One that a command made, or
+    /// pointed elsewhere (a link retargeted, a link on the file's `gitdir:`
+    /// path), can name a git folder nothing protects.
     #[serde(skip)]
-    pub git_pointers: Vec<PathBuf>,
+    pub git_pointers: Vec<(PathBuf, Option<PathBuf>)>,
 }
 
 impl Policy {
@@ -99,12 +100,10 @@ impl Policy {
         p.read_only.sort();
         p.read_only.dedup();
         p.read_only.retain(|r| inside(r, &writable));
-        for list in [
-            &mut p.pinned,
-            &mut p.absent,
-            &mut p.git_dirs,
-            &mut p.git_pointers,
-        ] {
+        p.git_pointers.sort();
+        p.git_pointers.dedup();
+        p.git_pointers.retain(|(r, _)| inside(r, &writable));
+        for list in [&mut p.pinned, &mut p.absent, &mut p.git_dirs] {
             list.sort();
             list.dedup();
             list.retain(|r| inside(r, &writable));

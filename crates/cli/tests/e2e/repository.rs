@@ -209,6 +209,16 @@ const SESSION: &[Try] = &[
         "n10",
         "git worktree add -q n10wt && mkdir -p n10evil && cp -r .git/objects .git/refs n10evil/ && printf '[core]\\n\\tfsmonitor = @FIRE@ n10\\n' > n10evil/config && echo ../../../n10evil > .git/worktrees/n10wt/commondir",
     ),
+    // A `.git` link to a git folder the scan checks, known from the next
+    // command on; that command points it at the private temp folder.
+    b(
+        "n11a",
+        "git init -q --bare n11store && mkdir -p n11 && ln -s ../n11store n11/.git",
+    ),
+    b(
+        "n11b",
+        "git init -q --bare \"$TMPDIR/n11g\" && git -C \"$TMPDIR/n11g\" config core.bare false && git -C \"$TMPDIR/n11g\" config core.fsmonitor '@FIRE@ n11' && ln -sfn \"$TMPDIR/n11g\" n11/.git && git -C n11 config --get core.fsmonitor",
+    ),
     b(
         "w15",
         "git worktree add -q wt15 && printf '%s\\n' @C@ > .git/worktrees/wt15/commondir",
@@ -740,6 +750,7 @@ fn holds(tag: &str, args: &[&str], tries: &[&Try], judge: &dyn Fn(&Try) -> bool)
         ("n8", "n8/.git"),
         ("n9", "n9/.git"),
         ("n10", "n10wt/.git"),
+        ("n11b", "n11/.git"),
         ("w15", "wt15/.git"),
         ("x6", "wt15/.git"),
     ] {
