@@ -67,7 +67,7 @@ pub(crate) fn risky_in_new_repos<'a>(
 /// looks for repositories, both hold whatever config the command wrote
 /// there. One naming nothing that exists, or not of git's form, goes aside
 /// too.
-pub(crate) fn pointers_out_of_roots<'a>(
+pub(crate) fn pointers_to_unchecked_folders<'a>(
     policy: &'a Policy,
     now: &'a Policy,
 ) -> impl Iterator<Item = Found> + 'a {
@@ -393,7 +393,7 @@ mod tests {
             ]),
             ..Policy::default()
         };
-        let mut found: Vec<PathBuf> = pointers_out_of_roots(&policy, &now)
+        let mut found: Vec<PathBuf> = pointers_to_unchecked_folders(&policy, &now)
             .map(|f| f.path)
             .collect();
         found.sort();

@@ -3,7 +3,7 @@
 use crate::error::SandboxError;
 use crate::helper::{HELPER_ARG, PROBE_ARG, PROBE_LINE, Plan};
 use crate::islands::{RepoScan, with_current_repos};
-use crate::new_repos::{pointers_out_of_roots, risky_in_new_repos};
+use crate::new_repos::{pointers_to_unchecked_folders, risky_in_new_repos};
 use crate::policy::Policy;
 use crate::quarantine::{Quarantined, created_at_absent_paths, move_to_quarantine};
 use std::ffi::OsStr;
@@ -264,7 +264,7 @@ impl Sandbox {
         let now = self.repos_now(&policy);
         let created = created_at_absent_paths(&policy)
             .chain(risky_in_new_repos(&policy, &now.git_dirs))
-            .chain(pointers_out_of_roots(&policy, &now));
+            .chain(pointers_to_unchecked_folders(&policy, &now));
         move_to_quarantine(&policy, created)
     }
 
