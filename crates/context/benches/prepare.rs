@@ -9,6 +9,11 @@
 //! - steady_ahead: the same, with the work a harness does off the call's
 //!   path not measured: its tools save big outputs while they run, and
 //!   `Compactor::prepare_ahead` runs while the model answers;
+//! - steady_cached: steady_ahead with the provider's cache state given
+//!   before each call (warm, a few seconds idle), as the agent and replay
+//!   run the default policy: the cost model's decisions (whether a
+//!   rewrite pays, whether a compaction in the band is covered by the
+//!   session's savings) are on every call's path;
 //! - first_compaction: the first time the history goes over the limit.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -16,7 +21,8 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use serde_json::json;
 use std::hint::black_box;
 use whittle_context::{
-    Compactor, History, Limits, SummarizeError, Summarizer, TokenBudget, TokenMeter,
+    CachePrices, CacheState, Compactor, History, Limits, SummarizeError, Summarizer, TokenBudget,
+    TokenMeter,
 };
 use whittle_protocol::{Block, Message};
 use whittle_store::Store;
@@ -85,22 +91,48 @@ fn compactor(dir: &std::path::Path) -> Compactor {
     Compactor::new(limits, Store::new(dir), Box::new(TokenMeter::default()))
 }
 
+/// The provider's cache before call `i` of a session's steady part, or
+/// none without `cached`: warm (the previous call was seconds ago), the
+/// session having made as many calls as it has turns.
+fn cache_state(cached: bool, n: usize, i: u64) -> Option<CacheState> {
+    cached.then_some(CacheState {
+        prices: CachePrices::ANTHROPIC_5M,
+        ttl_ms: 300_000,
+        idle_ms: Some(8_000),
+        calls_so_far: (n / 2) as u64 + i,
+    })
+}
+
+/// A compactor and the history of `n` messages it compacted, then one call
+/// later (the history's ledger is then kept up to date, read back from the
+/// marker once, as in a session): the start of every steady run.
+fn compacted(dir: &std::path::Path, n: usize, cached: bool) -> (Compactor, History) {
+    let mut c = compactor(dir);
+    let mut h = history(n);
+    for m in [None, Some(turn(n))] {
+        for m in m.into_iter().flatten() {
+            h.push(m);
+        }
+        c.set_cache_state(cache_state(cached, n, 0));
+        c.prepare(&mut h, "Refactor the crate.", &mut Fixed);
+        h.mark();
+        c.prepare_ahead(&mut h);
+    }
+    (c, h)
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("prepare");
     group.sample_size(20);
     for n in [100usize, 1_000, 10_000] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut steady = compactor(dir.path());
-        let mut compacted = history(n);
-        steady.prepare(&mut compacted, "Refactor the crate.", &mut Fixed);
-        // One call after the compaction: the history's ledger is then kept
-        // up to date (read back from the marker once), as in a session.
-        for m in turn(n) {
-            compacted.push(m);
-        }
-        steady.prepare(&mut compacted, "Refactor the crate.", &mut Fixed);
         let mut next = n;
-        for (name, ahead) in [("steady", false), ("steady_ahead", true)] {
+        for (name, ahead, cached) in [
+            ("steady", false, false),
+            ("steady_ahead", true, false),
+            ("steady_cached", true, true),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut steady, compacted) = compacted(dir.path(), n, cached);
             group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
                 // Calls in a row on one history, as a session makes them:
                 // what a call leaves to the next (a memo to bring up to
@@ -124,10 +156,14 @@ fn bench(c: &mut Criterion) {
                             }
                             h.push(m);
                         }
+                        steady.set_cache_state(cache_state(cached, n, i % RUN + 1));
                         let start = std::time::Instant::now();
                         let outcome = steady.prepare(&mut h, "Refactor the crate.", &mut Fixed);
                         spent += start.elapsed();
                         black_box(outcome);
+                        // The request is sent: its prefix is what the
+                        // provider holds for the next call.
+                        h.mark();
                         if ahead {
                             steady.prepare_ahead(&mut h);
                         }

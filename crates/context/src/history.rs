@@ -2,7 +2,7 @@
 
 use crate::ledger::{Ledger, LedgerMemo};
 use crate::per_message::PerMessage;
-use crate::{Block, Message, ToolResultContent};
+use crate::{Block, Message, ToolResult, ToolResultContent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Range;
 use whittle_store::{Store, WrittenLine};
@@ -39,7 +39,23 @@ pub struct History {
     /// [`History::prepare_ahead`] rather than on the call's path, or by
     /// the next splice.
     removed: Vec<Message>,
+    /// Messages before `upto` hold only tool results that
+    /// [`History::settle_results`] found settled with `floor`: see there.
+    settled: Settled,
 }
+
+/// How far a history's tool results are settled (see
+/// [`History::settle_results`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Settled {
+    upto: usize,
+    floor: usize,
+}
+
+/// Whether a tool result is settled for good with a given size floor: one
+/// that no step looking for results to shrink will ever take, until it is
+/// edited.
+pub(crate) type SettledBy = fn(&ToolResult, usize) -> bool;
 
 /// The part of a history that changed since it was last saved: messages
 /// `from..len - keep_last`; see [`History::take_edited_span`].
@@ -76,6 +92,7 @@ impl History {
             lines: PerMessage::default(),
             ahead_upto: 0,
             removed: Vec::new(),
+            settled: Settled::default(),
         }
     }
 
@@ -180,6 +197,7 @@ impl History {
         self.ledger.truncated(self.messages.len());
         self.lines.truncated(self.messages.len());
         self.ahead_upto = self.ahead_upto.min(self.messages.len());
+        self.settled.upto = self.settled.upto.min(self.messages.len());
         Some(m)
     }
 
@@ -196,6 +214,7 @@ impl History {
         self.ledger.message_changed(at.message);
         self.lines.changed(at.message);
         self.ahead_upto = self.ahead_upto.min(at.message);
+        self.settled.upto = self.settled.upto.min(at.message);
         Some(old)
     }
 
@@ -234,6 +253,37 @@ impl History {
         self.ledger.messages_spliced(start..end, added_messages);
         self.lines.spliced(start..end, added_messages);
         self.ahead_upto = self.ahead_upto.min(start);
+        self.settled.upto = self.settled.upto.min(start);
+    }
+
+    /// Moves the settled mark past every message after it whose tool
+    /// results are all settled by `settled` with `floor`, and returns it:
+    /// the steps that look for results to shrink (micro_compact, each of
+    /// its calls, and the cache anchor) then start their walk there, so
+    /// that a long session's placeholders are passed over once, not on
+    /// every call. Appends keep the mark; an edit lowers it to the edited
+    /// message. `settled` must be the same function on every call.
+    pub(crate) fn settle_results(&mut self, settled: SettledBy, floor: usize) -> usize {
+        let from = self.settled_upto(floor);
+        let more = self.messages[from..]
+            .iter()
+            .take_while(|m| m.tool_results().all(|r| settled(r, floor)))
+            .count();
+        self.settled = Settled {
+            upto: from + more,
+            floor,
+        };
+        self.settled.upto
+    }
+
+    /// Messages before this hold only tool results settled with `floor`
+    /// (0 when the mark was moved with another floor).
+    pub(crate) fn settled_upto(&self, floor: usize) -> usize {
+        if self.settled.floor == floor {
+            self.settled.upto.min(self.messages.len())
+        } else {
+            0
+        }
     }
 
     /// Does now what the next compaction would do with single messages:
@@ -330,8 +380,13 @@ impl History {
 
     /// Where every tool_result block is, oldest first.
     pub fn tool_result_refs(&self) -> Vec<BlockRef> {
+        self.tool_result_refs_from(0)
+    }
+
+    /// Where every tool_result block of `messages()[from..]` is, oldest first.
+    pub(crate) fn tool_result_refs_from(&self, from: usize) -> Vec<BlockRef> {
         let mut refs = Vec::new();
-        for (mi, m) in self.messages.iter().enumerate() {
+        for (mi, m) in self.messages.iter().enumerate().skip(from) {
             for (bi, b) in m.blocks().iter().enumerate() {
                 if matches!(b, Block::ToolResult(_)) {
                     refs.push(BlockRef {

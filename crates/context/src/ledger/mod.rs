@@ -42,6 +42,9 @@ pub struct Ledger {
     person: Vec<PersonMessage>,
     /// Files in the order first touched.
     files: Vec<FileUse>,
+    /// Where each path is in `files`: a long session touches thousands of
+    /// files, and each touch looks its path up.
+    file_at: HashMap<String, usize>,
     /// Commands, oldest first.
     commands: Vec<CommandRun>,
     /// First line of each failed tool call, oldest first.
@@ -221,7 +224,7 @@ impl Ledger {
                     if !f.uses.is_empty() {
                         self.clock += f.uses.len() as u64;
                         f.last = self.clock;
-                        self.files.push(f);
+                        self.push_file(f);
                     }
                 }
                 Fact::File(f) => {
@@ -263,8 +266,17 @@ impl Ledger {
     }
 
     fn touch(&mut self, path: &str, tool: &str, times: u32) {
-        let at = self.files.iter().position(|f| f.path == path);
+        let at = self.file_at.get(path).copied();
         self.touch_at(at, path, tool, times);
+    }
+
+    /// Appends a file not in `files` yet.
+    fn push_file(&mut self, file: FileUse) -> usize {
+        let at = self.files.len();
+        // A path read back twice is looked up at its first place, as before.
+        self.file_at.entry(file.path.clone()).or_insert(at);
+        self.files.push(file);
+        at
     }
 
     /// [`Ledger::touch`], the file already looked for: `at` is where it is
@@ -281,21 +293,18 @@ impl Ledger {
                 }
                 i
             }
-            None => {
-                self.files.push(FileUse {
-                    path: path.to_owned(),
-                    uses: vec![(tool.to_owned(), times)],
-                    last: seq,
-                });
-                self.files.len() - 1
-            }
+            None => self.push_file(FileUse {
+                path: path.to_owned(),
+                uses: vec![(tool.to_owned(), times)],
+                last: seq,
+            }),
         }
     }
 
     /// [`Ledger::touch_at`] of a path not in `files`, given owned.
     fn touch_new(&mut self, path: String, tool: &str, times: u32) {
         let seq = self.tick();
-        self.files.push(FileUse {
+        self.push_file(FileUse {
             path,
             uses: vec![(tool.to_owned(), times)],
             last: seq,

@@ -9,7 +9,8 @@ use super::report::{StepReport, Trigger};
 use super::savings::Savings;
 use super::summary::{marker_floor_chars, marker_without_ledger_chars};
 use super::tidy::{
-    micro_compact, micro_compact_now, micro_estimate, snip_compact, snip_span, tidy_floor_with,
+    micro_compact, micro_compact_now, micro_estimate, settle_old_results, snip_compact, snip_span,
+    tidy_floor_with,
 };
 use crate::history::History;
 use crate::limits::Limits;
@@ -72,6 +73,7 @@ pub(super) fn micro_compact_cached(
     cx: &Ctx,
     cache: &CacheState,
 ) -> Option<StepReport> {
+    settle_old_results(history, cx);
     let clear_all = Limits {
         context_limit: 0,
         target: 0,

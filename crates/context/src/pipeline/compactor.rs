@@ -15,8 +15,8 @@ use super::report::{Step, StepReport, Trigger};
 use super::savings::Savings;
 use super::summary::{start_compact_history, start_reactive_compact};
 use super::tidy::{
-    cache_anchor, fit_tool_results, micro_compact, snip_compact, tidy_floor_with,
-    tool_result_budget,
+    cache_anchor, fit_tool_results, micro_compact, settle_old_results, snip_compact,
+    tidy_floor_with, tool_result_budget,
 };
 use crate::history::History;
 use crate::limits::Limits;
@@ -124,6 +124,7 @@ impl Compactor {
     /// calls it while the model answers.
     pub fn prepare_ahead(&self, history: &mut History) {
         history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
+        settle_old_results(history, &self.ctx());
         self.keep_ledger(history);
         history.checkpoint_ledgers_ahead();
     }

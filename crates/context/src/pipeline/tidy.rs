@@ -198,15 +198,19 @@ const PLACEHOLDER_MAX_CHARS: usize = 300;
 
 /// The tool results micro_compact looks at, oldest first, with their size:
 /// seen by the model (before the newest assistant message), not among the
-/// newest `keep_recent_results`, and above the placeholder floor.
+/// newest `keep_recent_results`, and above the placeholder floor. The walk
+/// starts at the history's settled mark ([`settle_old_results`]).
 fn old_results<'h>(
     history: &'h History,
     cx: &Ctx,
 ) -> impl Iterator<Item = (BlockRef, &'h ToolResult, usize)> + 'h {
     let seen_before = history.last_assistant_index().unwrap_or(0);
-    let refs = history.tool_result_refs();
-    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
     let floor = cx.limits.placeholder_floor_chars;
+    // Every result before the mark is settled, so the newest
+    // `keep_recent_results` of the whole history that lie after it are
+    // the newest of these.
+    let refs = history.tool_result_refs_from(history.settled_upto(floor));
+    let protected_from = refs.len().saturating_sub(cx.limits.keep_recent_results);
     refs.into_iter()
         .take(protected_from)
         .take_while(move |at| at.message < seen_before)
@@ -215,6 +219,24 @@ fn old_results<'h>(
             let chars = result.content_chars();
             (chars > floor).then_some((at, result, chars))
         })
+}
+
+/// Whether micro_compact, and the cache anchor, pass `result` over for
+/// good with a placeholder floor of `floor`: at or below the floor, or a
+/// placeholder already by its text.
+fn settled_result(result: &ToolResult, floor: usize) -> bool {
+    let chars = result.content_chars();
+    chars <= floor
+        || (chars <= PLACEHOLDER_MAX_CHARS
+            && result.content_str().is_some_and(is_saved_placeholder))
+}
+
+/// Moves `history`'s settled mark past the results micro_compact has
+/// replaced (see [`History::settle_results`]): what keeps its walk, on
+/// every call of a long session that never summarizes, to the results
+/// that arrived since.
+pub(super) fn settle_old_results(history: &mut History, cx: &Ctx) {
+    history.settle_results(settled_result, cx.limits.placeholder_floor_chars);
 }
 
 /// Results micro_compact may replace: already seen, not among the newest
@@ -276,6 +298,7 @@ pub(super) fn micro_compact_now(
     cx: &Ctx,
     trigger: Trigger,
 ) -> Option<StepReport> {
+    settle_old_results(history, cx);
     let before = cx.measure(history);
     let (candidates, freeable) = micro_candidates(history, cx);
     let mut report = StepReport::new(Step::MicroCompact, trigger, before, cx.meter.unit());
@@ -335,14 +358,17 @@ pub(super) fn micro_compact_now(
 pub fn cache_anchor(history: &History, cx: &Ctx) -> Option<usize> {
     // Runs before every request: text checks only, and only up to the
     // unchanged prefix, since the anchor is never past it.
+    // Settled results are never replaced: the walk starts past them.
     let unchanged = history.unchanged_prefix();
-    let first_replaceable = history.messages()[..unchanged]
+    let floor = cx.limits.placeholder_floor_chars;
+    let settled = history.settled_upto(floor).min(unchanged);
+    let first_replaceable = history.messages()[settled..unchanged]
         .iter()
         .position(|m| {
             m.tool_results()
-                .any(|r| !looks_saved(r) && r.content_chars() > cx.limits.placeholder_floor_chars)
+                .any(|r| !looks_saved(r) && r.content_chars() > floor)
         })
-        .unwrap_or(unchanged);
+        .map_or(unchanged, |k| settled + k);
     (first_replaceable > 0 && first_replaceable < history.len()).then_some(first_replaceable)
 }
 
@@ -490,4 +516,115 @@ fn finish(mut report: StepReport, history: &History, cx: &Ctx) -> Option<StepRep
         report.outcome = Outcome::NotApplied("nothing could be reduced".into());
     }
     Some(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CharMeter, Limits, Message, TokenBudget};
+    use proptest::prelude::*;
+    use std::path::Path;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A turn: an assistant message calling a tool, and its result of
+        /// this many characters (a placeholder when `None`).
+        Turn(Option<usize>),
+        Settle,
+        /// A result's content replaced, by one of this size or a placeholder.
+        Replace(u8, Option<usize>),
+        Pop,
+        Splice(u8, u8),
+        /// micro_compact, every old result.
+        MicroCompact,
+    }
+
+    fn content() -> impl Strategy<Value = Option<usize>> {
+        prop_oneof![
+            1 => Just(None),
+            4 => prop_oneof![0usize..130, 100usize..400, 1_000usize..3_000].prop_map(Some),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => content().prop_map(Op::Turn),
+            3 => Just(Op::Settle),
+            2 => (any::<u8>(), content()).prop_map(|(k, c)| Op::Replace(k, c)),
+            1 => Just(Op::Pop),
+            1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Splice(a, b)),
+            2 => Just(Op::MicroCompact),
+        ]
+    }
+
+    fn text(content: Option<usize>) -> String {
+        content.map_or_else(
+            || saved_placeholder(Path::new("/s/r.txt")),
+            |n| "x".repeat(n),
+        )
+    }
+
+    fn seen(history: &History, cx: &Ctx) -> Vec<(BlockRef, usize)> {
+        old_results(history, cx)
+            .map(|(at, _, chars)| (at, chars))
+            .collect()
+    }
+
+    proptest! {
+        /// Through appends, edits, splices and micro_compact's own
+        /// placeholders, every result before the settled mark is settled,
+        /// and micro_compact and the cache anchor see, from the mark, what
+        /// they see walking the whole history (a copy with no mark).
+        #[test]
+        fn the_settled_mark_changes_nothing_micro_compact_sees(
+            ops in prop::collection::vec(op(), 1..80),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::new(dir.path());
+            let limits = Limits::tokens(TokenBudget::new(200_000, 8_000));
+            let cx = Ctx { limits: &limits, store: &store, meter: &CharMeter };
+            let floor = limits.placeholder_floor_chars;
+            let mut h = History::new(vec![Message::user("go")]);
+            for (n, op) in ops.into_iter().enumerate() {
+                let len = h.len();
+                match op {
+                    Op::Turn(c) => {
+                        let id = format!("t{n}");
+                        h.push(Message::assistant_blocks(vec![Block::tool_use(&id, "read", serde_json::json!({}))]));
+                        h.push(Message::user_blocks(vec![Block::tool_result(&id, text(c), false)]));
+                    }
+                    Op::Settle => settle_old_results(&mut h, &cx),
+                    Op::Replace(k, c) => {
+                        let refs = h.tool_result_refs();
+                        if !refs.is_empty() {
+                            h.set_tool_result_content(refs[k as usize % refs.len()], text(c));
+                        }
+                    }
+                    Op::Pop => {
+                        h.pop();
+                    }
+                    Op::Splice(a, b) => {
+                        let (a, b) = (a.min(b) as usize * len / 255, a.max(b) as usize * len / 255);
+                        h.splice(a..b, vec![Message::user("[marker]")]);
+                    }
+                    Op::MicroCompact => {
+                        micro_compact_now(&mut h, &cx, Trigger::RewritePays);
+                    }
+                }
+                let upto = h.settled_upto(floor);
+                for m in &h.messages()[..upto] {
+                    prop_assert!(m.tool_results().all(|r| settled_result(r, floor)));
+                }
+                let fresh = History::new(h.messages().to_vec());
+                prop_assert_eq!(fresh.settled_upto(floor), 0);
+                prop_assert_eq!(seen(&h, &cx), seen(&fresh, &cx));
+                prop_assert_eq!(micro_estimate(&h, &cx), micro_estimate(&fresh, &cx));
+                // The anchor depends on what was sent too: compared with
+                // the same unchanged prefix (everything, after a mark).
+                let mut marked = h.clone();
+                marked.mark();
+                prop_assert_eq!(cache_anchor(&marked, &cx), cache_anchor(&fresh, &cx));
+            }
+        }
+    }
 }
