@@ -80,7 +80,11 @@ impl Compactor {
     /// What the provider's cache holds before the next call (see
     /// [`CacheState`]): the prefix-rewriting steps then run only when the
     /// window forces them, the cache is cold, or the rewrite pays. `None`
-    /// (the default): they run on their size triggers alone.
+    /// (the default): they run on their size triggers alone. The model
+    /// takes the provider to hold the messages unchanged since the request
+    /// last sent, so the caller marks each request it sends
+    /// ([`History::mark`]); a history never marked is priced as if every
+    /// message after its first edit had to be written again.
     pub fn set_cache_state(&mut self, cache: Option<CacheState>) {
         self.cache = cache;
     }
