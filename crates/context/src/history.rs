@@ -257,13 +257,12 @@ impl History {
     }
 
     /// Moves the settled mark past every message after it whose tool
-    /// results are all settled by `settled` with `floor`, and returns it:
-    /// the steps that look for results to shrink (micro_compact, each of
+    /// results are all settled by `settled` with `floor`: the steps that look for results to shrink (micro_compact, each of
     /// its calls, and the cache anchor) then start their walk there, so
     /// that a long session's placeholders are passed over once, not on
     /// every call. Appends keep the mark; an edit lowers it to the edited
     /// message. `settled` must be the same function on every call.
-    pub(crate) fn settle_results(&mut self, settled: SettledBy, floor: usize) -> usize {
+    pub(crate) fn settle_results(&mut self, settled: SettledBy, floor: usize) {
         let from = self.settled_upto(floor);
         let more = self.messages[from..]
             .iter()
@@ -273,7 +272,6 @@ impl History {
             upto: from + more,
             floor,
         };
-        self.settled.upto
     }
 
     /// Messages before this hold only tool results settled with `floor`
