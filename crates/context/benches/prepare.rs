@@ -108,16 +108,18 @@ fn cache_state(cached: bool, n: usize, i: u64) -> Option<CacheState> {
 /// marker once, as in a session): the start of every steady run.
 fn compacted(dir: &std::path::Path, n: usize, cached: bool) -> (Compactor, History) {
     let mut c = compactor(dir);
+    c.set_cache_state(cache_state(cached, n, 0));
     let mut h = history(n);
-    for m in [None, Some(turn(n))] {
-        for m in m.into_iter().flatten() {
-            h.push(m);
-        }
-        c.set_cache_state(cache_state(cached, n, 0));
-        c.prepare(&mut h, "Refactor the crate.", &mut Fixed);
+    let call = |c: &mut Compactor, h: &mut History| {
+        c.prepare(h, "Refactor the crate.", &mut Fixed);
         h.mark();
-        c.prepare_ahead(&mut h);
+        c.prepare_ahead(h);
+    };
+    call(&mut c, &mut h);
+    for m in turn(n) {
+        h.push(m);
     }
+    call(&mut c, &mut h);
     (c, h)
 }
 

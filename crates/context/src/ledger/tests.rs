@@ -669,3 +669,66 @@ mod open_line {
         }
     }
 }
+
+mod path_index {
+    use super::incremental_messages as messages;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `file_at` holds every path of `files` once, at its first place, and
+    /// nothing else; and no path is in `files` twice.
+    fn indexed(ledger: &Ledger) -> Result<(), TestCaseError> {
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (i, f) in ledger.files.iter().enumerate() {
+            first.entry(f.path.as_str()).or_insert(i);
+        }
+        prop_assert_eq!(first.len(), ledger.files.len(), "a path is listed twice");
+        prop_assert_eq!(first.len(), ledger.file_at.len());
+        for (path, at) in &ledger.file_at {
+            prop_assert_eq!(first.get(path.as_str()), Some(at));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// However a ledger is made (recorded, read back from a marker,
+        /// absorbed into an empty one or one with files, recorded past
+        /// markers that carry other markers' ledgers), its path index
+        /// agrees with its files.
+        #[test]
+        fn the_path_index_agrees_with_the_files(
+            a in prop::collection::vec(messages(), 0..40),
+            b in prop::collection::vec(messages(), 0..40),
+            budget in 200usize..4_000,
+        ) {
+            let first = Ledger::of(&a, Some("/t/a.jsonl"));
+            indexed(&first)?;
+            let marker = compacted_message(
+                COMPACTED_HEADER, "go on", "prose", Path::new("/t/a.jsonl"),
+                &first.render(budget, None),
+            );
+            if let Some(back) = render::read_back(&marker.text()) {
+                indexed(&back)?;
+                let mut fresh = Ledger::default();
+                fresh.absorb_with(back.clone(), true);
+                indexed(&fresh)?;
+                let mut later = Ledger::of(&b, Some("/t/b.jsonl"));
+                later.absorb(back);
+                indexed(&later)?;
+            }
+            let mut history = vec![marker.clone()];
+            history.extend(b.iter().cloned());
+            history.push(marker);
+            let second = Ledger::of(&history, Some("/t/c.jsonl"));
+            indexed(&second)?;
+            history.push(compacted_message(
+                COMPACTED_HEADER, "go on", "prose", Path::new("/t/c.jsonl"),
+                &second.render(budget * 3, None),
+            ));
+            history.extend(a.iter().cloned());
+            indexed(&Ledger::of(&history, None))?;
+        }
+    }
+}

@@ -521,109 +521,237 @@ fn finish(mut report: StepReport, history: &History, cx: &Ctx) -> Option<StepRep
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CharMeter, Limits, Message, TokenBudget};
+    use crate::{CharMeter, Limits, Message, TokenBudget, ToolResultContent};
     use proptest::prelude::*;
     use std::path::Path;
 
+    const FLOORS: [usize; 5] = [0, 50, 120, 250, 400];
+    const KEEPS: [usize; 4] = [0, 1, 3, 7];
+
+    /// A tool result's content.
     #[derive(Clone, Debug)]
-    enum Op {
-        /// A turn: an assistant message calling a tool, and its result of
-        /// this many characters (a placeholder when `None`).
-        Turn(Option<usize>),
-        Settle,
-        /// A result's content replaced, by one of this size or a placeholder.
-        Replace(u8, Option<usize>),
-        Pop,
-        Splice(u8, u8),
-        /// micro_compact, every old result.
-        MicroCompact,
+    enum Content {
+        Text(usize),
+        /// micro_compact's placeholder, under a short path or a long one
+        /// (above every floor but the largest).
+        Placeholder(bool),
+        /// tool_result_budget's marker of a saved output.
+        Persisted,
+        Blocks(usize),
+        PlaceholderInBlocks,
+        Absent,
     }
 
-    fn content() -> impl Strategy<Value = Option<usize>> {
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// An assistant message with up to two tool calls.
+        Call(u8),
+        /// A user message of a note and these results.
+        Results(Vec<Content>),
+        Text,
+        Settle(u8),
+        /// A result replaced by another.
+        Replace(u8, Content),
+        /// Any block of any message replaced, by a result or a text.
+        ReplaceBlock(u8, u8, Option<Content>),
+        Pop,
+        Splice(u8, u8, Vec<Content>),
+        Mark,
+        /// Every message replaced, in reverse order.
+        ReplaceAll,
+        /// micro_compact, every old result, at one of the floors and keeps.
+        MicroCompact(u8, u8),
+    }
+
+    fn content() -> impl Strategy<Value = Content> {
         prop_oneof![
-            1 => Just(None),
-            4 => prop_oneof![0usize..130, 100usize..400, 1_000usize..3_000].prop_map(Some),
+            4 => prop_oneof![0usize..60, 40usize..140, 100usize..420, 1_000usize..3_000]
+                .prop_map(Content::Text),
+            2 => any::<bool>().prop_map(Content::Placeholder),
+            1 => Just(Content::Persisted),
+            1 => (0usize..500).prop_map(Content::Blocks),
+            1 => Just(Content::PlaceholderInBlocks),
+            1 => Just(Content::Absent),
         ]
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            6 => content().prop_map(Op::Turn),
-            3 => Just(Op::Settle),
+            4 => any::<u8>().prop_map(Op::Call),
+            5 => prop::collection::vec(content(), 1..4).prop_map(Op::Results),
+            1 => Just(Op::Text),
+            3 => any::<u8>().prop_map(Op::Settle),
             2 => (any::<u8>(), content()).prop_map(|(k, c)| Op::Replace(k, c)),
+            2 => (any::<u8>(), any::<u8>(), prop::option::of(content()))
+                .prop_map(|(m, b, c)| Op::ReplaceBlock(m, b, c)),
             1 => Just(Op::Pop),
-            1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Splice(a, b)),
-            2 => Just(Op::MicroCompact),
+            1 => (any::<u8>(), any::<u8>(), prop::collection::vec(content(), 0..3))
+                .prop_map(|(a, b, c)| Op::Splice(a, b, c)),
+            1 => Just(Op::Mark),
+            1 => Just(Op::ReplaceAll),
+            2 => (any::<u8>(), any::<u8>()).prop_map(|(f, k)| Op::MicroCompact(f, k)),
         ]
     }
 
-    fn text(content: Option<usize>) -> String {
-        content.map_or_else(
-            || saved_placeholder(Path::new("/s/r.txt")),
-            |n| "x".repeat(n),
-        )
+    fn placeholder(long: bool) -> String {
+        let path = if long {
+            format!("/s/{}/r.txt", "d".repeat(200))
+        } else {
+            "/s/r.txt".to_string()
+        };
+        saved_placeholder(Path::new(&path))
     }
 
-    fn seen(history: &History, cx: &Ctx) -> Vec<(BlockRef, usize)> {
-        old_results(history, cx)
-            .map(|(at, _, chars)| (at, chars))
-            .collect()
+    fn result(id: &str, content: &Content) -> Block {
+        let text = match content {
+            Content::Text(n) => ToolResultContent::Text("x".repeat(*n)),
+            Content::Placeholder(long) => ToolResultContent::Text(placeholder(*long)),
+            Content::Persisted => ToolResultContent::Text(persisted_output(
+                Path::new("/s/p.txt"),
+                &Preview::head("abc", 3),
+                None,
+            )),
+            Content::Blocks(n) => ToolResultContent::Blocks(vec![Block::text("y".repeat(*n))]),
+            Content::PlaceholderInBlocks => {
+                ToolResultContent::Blocks(vec![Block::text(placeholder(false))])
+            }
+            Content::Absent => ToolResultContent::Text(String::new()),
+        };
+        let Block::ToolResult(r) = Block::tool_result(id, "", false) else {
+            unreachable!("a tool result")
+        };
+        let mut r = r.with_content(text);
+        if matches!(content, Content::Absent) {
+            r.content = None;
+        }
+        Block::ToolResult(r)
+    }
+
+    fn results(n: usize, contents: &[Content]) -> Message {
+        let mut blocks = vec![Block::text("note")];
+        for (i, c) in contents.iter().enumerate() {
+            blocks.push(result(&format!("t{n}_{i}"), c));
+        }
+        Message::user_blocks(blocks)
+    }
+
+    fn limits(floor: usize, keep: usize) -> Limits {
+        Limits {
+            placeholder_floor_chars: floor,
+            keep_recent_results: keep,
+            clear_at_least: 0,
+            target: 0,
+            ..Limits::tokens(TokenBudget::new(200_000, 8_000))
+        }
+    }
+
+    fn ctx<'a>(limits: &'a Limits, store: &'a Store) -> Ctx<'a> {
+        Ctx {
+            limits,
+            store,
+            meter: &CharMeter,
+        }
+    }
+
+    /// The same messages with no settled mark, and the same unchanged
+    /// prefix (which the cache anchor depends on).
+    fn unmarked(h: &History) -> History {
+        let unchanged = h.unchanged_prefix();
+        let mut copy = History::new(h.messages()[..unchanged].to_vec());
+        for m in &h.messages()[unchanged..] {
+            copy.push(m.clone());
+        }
+        copy
     }
 
     proptest! {
-        /// Through appends, edits, splices and micro_compact's own
-        /// placeholders, every result before the settled mark is settled,
-        /// and micro_compact and the cache anchor see, from the mark, what
-        /// they see walking the whole history (a copy with no mark).
+        /// Through appends, edits of any block, pops, splices, wholesale
+        /// replacements and micro_compact's own placeholders, with the
+        /// mark moved at any floor: every result before the mark is
+        /// settled at the floor it was moved with, and at every floor and
+        /// `keep_recent_results`, micro_compact, its estimate and the cache
+        /// anchor see what they see in the same messages with no mark (a
+        /// clone included).
         #[test]
         fn the_settled_mark_changes_nothing_micro_compact_sees(
-            ops in prop::collection::vec(op(), 1..80),
+            ops in prop::collection::vec(op(), 1..60),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::new(dir.path());
-            let limits = Limits::tokens(TokenBudget::new(200_000, 8_000));
-            let cx = Ctx { limits: &limits, store: &store, meter: &CharMeter };
-            let floor = limits.placeholder_floor_chars;
             let mut h = History::new(vec![Message::user("go")]);
+            // The floor the mark was last moved with.
+            let mut floor_moved = 0;
             for (n, op) in ops.into_iter().enumerate() {
                 let len = h.len();
                 match op {
-                    Op::Turn(c) => {
-                        let id = format!("t{n}");
-                        h.push(Message::assistant_blocks(vec![Block::tool_use(&id, "read", serde_json::json!({}))]));
-                        h.push(Message::user_blocks(vec![Block::tool_result(&id, text(c), false)]));
+                    Op::Call(k) => {
+                        let mut blocks = vec![Block::text("thinking")];
+                        for i in 0..k % 3 {
+                            blocks.push(Block::tool_use(format!("c{n}_{i}"), "read", serde_json::json!({})));
+                        }
+                        h.push(Message::assistant_blocks(blocks));
                     }
-                    Op::Settle => settle_old_results(&mut h, &cx),
+                    Op::Results(contents) => h.push(results(n, &contents)),
+                    Op::Text => h.push(Message::user("hello")),
+                    Op::Settle(f) => {
+                        floor_moved = FLOORS[f as usize % FLOORS.len()];
+                        settle_old_results(&mut h, &ctx(&limits(floor_moved, 3), &store));
+                    }
                     Op::Replace(k, c) => {
                         let refs = h.tool_result_refs();
                         if !refs.is_empty() {
-                            h.set_tool_result_content(refs[k as usize % refs.len()], text(c));
+                            h.replace_block(refs[k as usize % refs.len()], result("r", &c));
                         }
                     }
+                    Op::ReplaceBlock(m, b, c) if len > 0 => {
+                        let message = m as usize % len;
+                        let blocks = h.messages()[message].blocks().len().max(1);
+                        let at = BlockRef { message, block: b as usize % blocks };
+                        h.replace_block(at, c.map_or_else(|| Block::text("t"), |c| result("b", &c)));
+                    }
+                    Op::ReplaceBlock(..) => {}
                     Op::Pop => {
                         h.pop();
                     }
-                    Op::Splice(a, b) => {
+                    Op::Splice(a, b, contents) => {
                         let (a, b) = (a.min(b) as usize * len / 255, a.max(b) as usize * len / 255);
-                        h.splice(a..b, vec![Message::user("[marker]")]);
+                        let mut replacement = vec![Message::user("[marker]")];
+                        if !contents.is_empty() {
+                            replacement.push(results(n, &contents));
+                        }
+                        h.splice(a..b, replacement);
                     }
-                    Op::MicroCompact => {
-                        micro_compact_now(&mut h, &cx, Trigger::RewritePays);
+                    Op::Mark => h.mark(),
+                    Op::ReplaceAll => {
+                        let mut messages = h.messages().to_vec();
+                        messages.reverse();
+                        h.replace_all(messages);
+                    }
+                    Op::MicroCompact(f, k) => {
+                        floor_moved = FLOORS[f as usize % FLOORS.len()];
+                        let l = limits(floor_moved, KEEPS[k as usize % KEEPS.len()]);
+                        let mut copy = unmarked(&h);
+                        let marked = micro_compact_now(&mut h, &ctx(&l, &store), Trigger::RewritePays);
+                        let plain = micro_compact_now(&mut copy, &ctx(&l, &store), Trigger::RewritePays);
+                        prop_assert_eq!(marked.map(|r| r.changed), plain.map(|r| r.changed));
+                        prop_assert_eq!(h.messages(), copy.messages());
                     }
                 }
-                let upto = h.settled_upto(floor);
-                for m in &h.messages()[..upto] {
-                    prop_assert!(m.tool_results().all(|r| settled_result(r, floor)));
+                let copy = unmarked(&h);
+                prop_assert_eq!(copy.settled_upto(floor_moved), 0);
+                for m in &h.messages()[..h.settled_upto(floor_moved)] {
+                    prop_assert!(m.tool_results().all(|r| settled_result(r, floor_moved)));
                 }
-                let fresh = History::new(h.messages().to_vec());
-                prop_assert_eq!(fresh.settled_upto(floor), 0);
-                prop_assert_eq!(seen(&h, &cx), seen(&fresh, &cx));
-                prop_assert_eq!(micro_estimate(&h, &cx), micro_estimate(&fresh, &cx));
-                // The anchor depends on what was sent too: compared with
-                // the same unchanged prefix (everything, after a mark).
-                let mut marked = h.clone();
-                marked.mark();
-                prop_assert_eq!(cache_anchor(&marked, &cx), cache_anchor(&fresh, &cx));
+                for floor in FLOORS {
+                    for keep in KEEPS {
+                        let l = limits(floor, keep);
+                        let cx = ctx(&l, &store);
+                        prop_assert_eq!(micro_estimate(&h, &cx), micro_estimate(&copy, &cx));
+                        prop_assert_eq!(micro_candidates(&h, &cx), micro_candidates(&copy, &cx));
+                        prop_assert_eq!(cache_anchor(&h, &cx), cache_anchor(&copy, &cx));
+                        prop_assert_eq!(micro_candidates(&h.clone(), &cx), micro_candidates(&copy, &cx));
+                    }
+                }
             }
         }
     }
