@@ -13,6 +13,7 @@
 
 use crate::policy::Policy;
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -75,7 +76,11 @@ pub(crate) fn add_git_islands(p: &mut Policy, root: &Path) {
 /// before each command stats every folder but reads only the changed ones.
 #[derive(Debug, Default)]
 pub(crate) struct RepoScan {
-    folders: HashMap<PathBuf, Listing>,
+    /// By the folder's path as bytes: a path's own hash and equality go
+    /// component by component, and were most of a cached pass's time
+    /// outside the kernel (the paths here are all made by joining names,
+    /// so equal folders have equal bytes).
+    folders: HashMap<Vec<u8>, Listing>,
 }
 
 #[derive(Debug)]
@@ -105,9 +110,10 @@ impl RepoScan {
     fn listing(&mut self, dir: &Path) -> Option<&Listing> {
         let meta = std::fs::symlink_metadata(dir).ok()?;
         let stamp = (meta.ctime(), meta.ctime_nsec(), meta.ino());
+        let key = dir.as_os_str().as_bytes();
         let fresh = self
             .folders
-            .get(dir)
+            .get(key)
             .is_some_and(|l| l.stamp == stamp && !l.racy);
         if !fresh {
             let now = std::time::SystemTime::now()
@@ -146,9 +152,9 @@ impl RepoScan {
                 }
             }
             listing.bare = bare_parts == 3 && names_a_commit(&dir.join("HEAD"));
-            self.folders.insert(dir.to_path_buf(), listing);
+            self.folders.insert(key.to_vec(), listing);
         }
-        self.folders.get(dir)
+        self.folders.get(key)
     }
 }
 
@@ -205,7 +211,13 @@ pub(crate) fn add_git_islands_cached(p: &mut Policy, root: &Path, scan: &mut Rep
             protect_git_dir(p, &dir);
             continue;
         }
-        stack.extend(listing.subfolders.iter().filter(|d| **d != own).cloned());
+        stack.extend(
+            listing
+                .subfolders
+                .iter()
+                .filter(|d| d.as_os_str() != own.as_os_str())
+                .cloned(),
+        );
         let git = listing.git;
         let path = dir.join(".git");
         if git.is_some() {
