@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use whittle_context::prompts::{
-    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION, summary_instruction,
+    CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION, summary_answer_tokens,
+    summary_instruction,
 };
 use whittle_context::{SummarizeError, SummaryInput};
 use whittle_llm::{
@@ -195,12 +196,11 @@ impl ProviderSummarizer {
 /// it replaces (about four characters a token), never under 256, never over
 /// `cap`. A longer summary would be refused as not smaller anyway, and a
 /// small local model that rambles to its cap takes minutes to get there.
-/// Nor over about twice the `max_chars` the request asks for (a quarter
-/// token a character; a model told a length overshoots it, and an answer
-/// cut short loses its last sections, "Remaining and next step").
+/// Nor over [`summary_answer_tokens`] of the `max_chars` the request asks
+/// for, the room the pipeline leaves beside a summary made in place.
 fn summary_max_tokens(cap: u32, input_chars: usize, max_chars: usize) -> u32 {
     let half = u32::try_from(input_chars / 8).unwrap_or(u32::MAX);
-    let asked = u32::try_from(max_chars / 2).unwrap_or(u32::MAX);
+    let asked = u32::try_from(summary_answer_tokens(max_chars)).unwrap_or(u32::MAX);
     half.min(asked).clamp(256.min(cap), cap)
 }
 

@@ -115,7 +115,7 @@ pub mod session {
 pub mod prompts {
     pub use crate::summarize::{
         AUTHORITY_RULE, CONTINUATION_INSTRUCTION, SUMMARY_SYSTEM_PROMPT, TRANSCRIPT_INSTRUCTION,
-        bounded_transcript, summary_instruction,
+        bounded_transcript, summary_answer_tokens, summary_instruction,
     };
 }
 

@@ -5,6 +5,8 @@
 //! are in the unit of the [`Meter`](crate::meter::Meter) in use: characters for
 //! the seed's `teaching` preset, tokens for real models.
 
+use crate::summarize::{SUMMARY_CHARS, summary_answer_tokens};
+
 /// Every threshold of the pipeline in one value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
@@ -47,9 +49,11 @@ pub struct Limits {
     pub clear_at_least: u64,
     /// A bounded transcript for the summarizer holds at most this many characters.
     pub summary_input_chars: usize,
-    /// Histories measuring at most this much (meter units) are summarized in
-    /// place, as a continuation the provider's cache serves; bigger ones as a
-    /// bounded transcript. 0 always uses the transcript, as the seed does.
+    /// A history is summarized in place, as a continuation the provider's
+    /// cache serves, when it and the summary's ask (the instruction and the
+    /// ledger it carries) measure at most this much (meter units): the
+    /// window less the summary's answer. Bigger ones get a bounded
+    /// transcript. 0 always uses the transcript, as the seed does.
     pub summarize_in_place_up_to: u64,
     /// The state ledger a compaction marker carries is kept within about
     /// this many tokens (2% of the window in the token policy) (taken as 4 characters each), the person's messages
@@ -157,8 +161,14 @@ impl Limits {
             reactive_keep: 5,
             clear_at_least: context_limit / 5,
             summary_input_chars: 80_000,
-            // Room for the instruction; the answer has the reserved tokens.
-            summarize_in_place_up_to: usable.saturating_sub(1_000),
+            // The summary's answer is capped far below the answer reserve
+            // of an ordinary call: the window less that cap. (Less the
+            // reserve, a history in the band near the window was summarized
+            // from a transcript, as fresh input, where the cache would
+            // have served it.)
+            summarize_in_place_up_to: budget
+                .context_window
+                .saturating_sub(summary_answer_tokens(SUMMARY_CHARS) as u64),
             // 2% of the window (4,000 tokens at 200k, 20,000 at 1M): the
             // facts a session piles up grow with what a window holds. Never
             // less than a tenth of a small window up to 3,000 tokens, where

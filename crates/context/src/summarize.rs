@@ -103,6 +103,22 @@ const CHARS_PER_WORD: usize = 6;
 const LEDGER_LEAD: &str = "\n\nThe ledger the harness keeps (do not repeat it): these facts, \
 and those of any <state-ledger> section above.\n";
 
+/// What a summary runs to, in characters, where the window has room for
+/// it: the instruction asks for a few short lines in each of its sections.
+/// Beside a system prompt that leaves little room, less (the budget a
+/// compaction asks for is `SummaryNeeded::max_chars`).
+pub const SUMMARY_CHARS: usize = 2_000;
+
+/// The most output tokens a summary asked for in about `max_chars`
+/// characters should be given: twice the asking at about four characters a
+/// token, since a model told a length overshoots it, and an answer cut short
+/// loses its last sections ("Remaining and next step"). A harness's
+/// summarizer caps its answer here, and the pipeline leaves this much room
+/// beside a summary it asks for in place.
+pub fn summary_answer_tokens(max_chars: usize) -> usize {
+    max_chars / 2
+}
+
 /// The ask after a transcript sent with [`SUMMARY_SYSTEM_PROMPT`] (whose
 /// system prompt already says how to write the summary).
 pub const TRANSCRIPT_INSTRUCTION: &str = "Write the state summary of the conversation above.";

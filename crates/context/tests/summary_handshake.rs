@@ -10,9 +10,9 @@ use crate::common;
 use common::{file_text, read_call, result};
 use proptest::prelude::*;
 use whittle_context::{
-    CharMeter, Compactor, History, LEDGER_CLOSE, LEDGER_OPEN, Limits, Meter, Outcome, Progress,
-    SUMMARY_CHARS, Step, StepError, StepReport, SummarizeError, Summarizer, SummaryInput,
-    TokenBudget, TokenMeter, check_recovery, ledger_file_paths,
+    CachePrices, CacheState, CharMeter, Compactor, History, LEDGER_CLOSE, LEDGER_OPEN, Limits,
+    Meter, Outcome, Progress, SUMMARY_CHARS, Step, StepError, StepReport, SummarizeError,
+    Summarizer, SummaryInput, TokenBudget, TokenMeter, check_recovery, ledger_file_paths,
 };
 use whittle_protocol::{Message, validate};
 use whittle_store::Store;
@@ -358,4 +358,46 @@ fn a_blocking_summarizer_is_given_the_budget() {
     let report = c.compact(&mut h, "task", &mut s, None);
     assert_eq!(report.outcome, Outcome::Applied);
     assert_eq!(s.0, [SUMMARY_CHARS]);
+}
+
+/// Near the window, a history the provider holds is summarized in place as
+/// long as it, the ask and the summary's answer fit: that answer is capped
+/// far below an ordinary call's reserve, so the window less the reserve
+/// (the rule before) sent such a history again as a transcript, fresh
+/// input, where the cache would have served it. With the cache cold the
+/// transcript costs less, and is sent.
+#[test]
+fn near_the_window_a_history_the_cache_holds_is_summarized_in_place() {
+    // 32,000 units (characters with this meter), 4,000 of them the answer's.
+    let limits = Limits::tokens(TokenBudget::new(32_000, 4_000));
+    assert!(limits.summarize_in_place_up_to > limits.window_limit);
+    let history = || {
+        let mut h = History::new(vec![
+            Message::user("task"),
+            Message::assistant(file_text(1, 28_500)),
+            Message::user("next"),
+        ]);
+        h.mark();
+        h
+    };
+    let state = |idle_ms| CacheState {
+        prices: CachePrices::ANTHROPIC_5M,
+        ttl_ms: 300_000,
+        idle_ms: Some(idle_ms),
+        calls_so_far: 10,
+    };
+    for (idle_ms, in_place) in [(5_000, true), (600_000, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = compactor(dir.path(), limits.clone());
+        c.set_cache_state(Some(state(idle_ms)));
+        let mut h = history();
+        assert!(c.measure(&h) > limits.window_limit - 1_000);
+        let needed = waiting(c.start_compact(&mut h, "task", None));
+        assert_eq!(
+            matches!(needed.input(), SummaryInput::Continuation(m) if m.len() == 3),
+            in_place,
+            "idle {idle_ms} ms"
+        );
+        assert!(done(needed.resume(Ok("the summary".into()))).applied());
+    }
 }

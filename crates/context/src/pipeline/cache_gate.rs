@@ -4,10 +4,11 @@
 //! `cache_model` for the model.
 
 use super::Ctx;
-use super::cache_model::{CachePrices, CacheState, Rewrite, Verdict};
+use super::cache_model::{CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
 use super::savings::Savings;
 use super::summary::{marker_floor_chars, marker_without_ledger_chars};
+use super::summary_cost::{SummaryAsk, ask_chars_at_most, cached_units, summary_call_cost};
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, settle_old_results, snip_compact, snip_span,
     tidy_floor_with,
@@ -15,18 +16,12 @@ use super::tidy::{
 use crate::history::History;
 use crate::limits::Limits;
 
-/// The size (meter units) of `history.messages()[..end]`.
-pub(super) fn units_before(history: &History, cx: &Ctx, end: usize) -> u64 {
-    let chars = history.chars().saturating_sub(history.chars_from(end));
-    cx.meter.chars_to_units(chars)
-}
-
 /// The rewrite of messages `first_changed..` that frees `freed_chars`.
 fn rewrite(history: &History, cx: &Ctx, first_changed: usize, freed_chars: usize) -> Rewrite {
     let unchanged = history.unchanged_prefix();
     Rewrite {
-        cached: units_before(history, cx, unchanged),
-        kept: units_before(history, cx, first_changed.min(unchanged)),
+        cached: cx.units_before(history, unchanged),
+        kept: cx.units_before(history, first_changed.min(unchanged)),
         freed: cx.meter.chars_to_units(freed_chars),
         extra: 0.0,
     }
@@ -168,37 +163,23 @@ fn summary_rewrite(
 ) -> Rewrite {
     let summary_chars = cx.summary_chars(history);
     let marker = cx.meter.chars_to_units(marker_chars + summary_chars);
-    let messages = units_before(history, cx, history.len());
+    let messages = cx.units_before(history, history.len());
     let transcript = history.chars().min(cx.limits.summary_input_chars);
     let answer = cx.meter.chars_to_units(summary_chars);
     Rewrite {
-        cached: units_before(history, cx, history.unchanged_prefix()),
+        cached: cx.units_before(history, history.unchanged_prefix()),
         kept: 0,
         freed: messages.saturating_sub(marker),
-        extra: summary_call_cost(cx, cache, size, transcript, answer),
+        extra: summary_call_cost(
+            cx,
+            cache,
+            &SummaryAsk {
+                size,
+                cached: cached_units(history, cx),
+                ask_chars: Some(ask_chars_at_most(cx, history)),
+                transcript_chars: transcript,
+            },
+            answer,
+        ),
     }
-}
-
-/// What a summary's own call costs, in input-size units: its input (in
-/// place, the history measuring `size`, read back from the cache when it
-/// is warm; else a bounded transcript of `transcript_chars`, fresh input)
-/// and its answer of `answer` units, as output.
-pub(super) fn summary_call_cost(
-    cx: &Ctx,
-    cache: &CacheState,
-    size: u64,
-    transcript_chars: usize,
-    answer: u64,
-) -> f64 {
-    let CachePrices {
-        read,
-        write,
-        output,
-    } = cache.prices;
-    let input = if size <= cx.limits.summarize_in_place_up_to {
-        size as f64 * if cache.cold() { write } else { read }
-    } else {
-        cx.meter.chars_to_units(transcript_chars) as f64
-    };
-    input + output * answer as f64
 }

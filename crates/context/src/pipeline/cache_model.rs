@@ -49,9 +49,12 @@
 //! when compacting now beats carrying the history on: it is priced as a
 //! rewrite with `P = 0` (the marker replaces every message), `S` = the
 //! messages less the marker (its ledger and a summary of the size the
-//! instruction asks for), and `X` = the summary's own call (the history
-//! read back through the cache, or a bounded transcript as fresh input,
-//! plus the summary as output). Waiting costs the reads of a bigger
+//! instruction asks for), and `X` = the summary's own call (its input,
+//! plus the summary as output). The input is the history read back
+//! through the cache (the part the provider holds read, the rest and the
+//! ask written), or a bounded transcript as fresh input: whichever costs
+//! less, the first only while the history, the ask and the summary's
+//! capped answer fit the window (`summary_cost::summary_input`). Waiting costs the reads of a bigger
 //! history; summarizing costs `X` and the marker's write, and is paid
 //! again at the next compaction. Where the system prompt and tools alone
 //! fill the limit (Claude Code's ~26k tokens at a 32k window), the old rule

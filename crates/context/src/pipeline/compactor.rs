@@ -6,14 +6,13 @@
 //! [`Summarizer`].
 
 use super::Ctx;
-use super::cache_gate::{
-    compaction_pays, micro_compact_cached, snip_compact_cached, summary_call_cost, units_before,
-};
+use super::cache_gate::{compaction_pays, micro_compact_cached, snip_compact_cached};
 use super::cache_model::CacheState;
 use super::progress::Progress;
 use super::report::{Step, StepReport, Trigger};
 use super::savings::Savings;
 use super::summary::{start_compact_history, start_reactive_compact};
+use super::summary_cost::{SummaryAsk, ask_chars_at_most, cached_units, summary_call_cost};
 use super::tidy::{
     cache_anchor, fit_tool_results, micro_compact, settle_old_results, snip_compact,
     tidy_floor_with, tool_result_budget,
@@ -226,7 +225,14 @@ impl Compactor {
         if cx.measure(history) <= limit {
             return Progress::Done(self.finish_prepare(history, before, reports, limit));
         }
-        let step = start_compact_history(history, &cx, request, None, Trigger::OverLimit);
+        let step = start_compact_history(
+            history,
+            &cx,
+            cache.as_ref(),
+            request,
+            None,
+            Trigger::OverLimit,
+        );
         let then = move |c: &mut Compactor, h: &mut History, report: StepReport| {
             let applied = report.applied();
             reports.push(report);
@@ -295,17 +301,16 @@ impl Compactor {
     fn count_savings(&mut self, history: &History, sent: u64, reports: &[StepReport]) {
         let Some(state) = self.cache else { return };
         for report in reports {
-            self.count_step(&state, report);
+            self.count_step(&state, report, history);
         }
         let cx = self.ctx();
-        let overhead = cx.measure(&History::default());
-        let cached = overhead + units_before(history, &cx, history.unchanged_prefix());
+        let cached = cached_units(history, &cx);
         self.savings.called(&state, sent, cached);
     }
 
     /// Counts what one step freed, and a summary's own call, into the
     /// session's savings.
-    fn count_step(&mut self, state: &CacheState, report: &StepReport) {
+    fn count_step(&mut self, state: &CacheState, report: &StepReport, history: &History) {
         if !report.applied() {
             return;
         }
@@ -315,13 +320,16 @@ impl Compactor {
         let extra = match report.step {
             Step::CompactHistory | Step::ReactiveCompact => {
                 let answer = cx.meter.chars_to_units(super::SUMMARY_CHARS);
-                summary_call_cost(
-                    &cx,
-                    state,
-                    report.before,
-                    cx.limits.summary_input_chars,
-                    report.after.min(answer),
-                )
+                // At its dearest: a reactive summary is never in place,
+                // and the longest ask must fit with nothing cached.
+                let ask = SummaryAsk {
+                    size: report.before,
+                    cached: 0,
+                    ask_chars: (report.step == Step::CompactHistory)
+                        .then(|| ask_chars_at_most(&cx, history)),
+                    transcript_chars: cx.limits.summary_input_chars,
+                };
+                summary_call_cost(&cx, state, &ask, report.after.min(answer))
             }
             _ => 0.0,
         };
@@ -331,9 +339,9 @@ impl Compactor {
 
     /// A summary asked for outside the pipeline (`/compact`, recovery
     /// from an overflow), counted into the savings like the pipeline's own.
-    fn counted(&mut self, _: &mut History, report: StepReport) -> StepReport {
+    fn counted(&mut self, history: &mut History, report: StepReport) -> StepReport {
         if let Some(state) = self.cache {
-            self.count_step(&state, &report);
+            self.count_step(&state, &report, history);
         }
         report
     }
@@ -365,7 +373,14 @@ impl Compactor {
         request: &str,
         focus: Option<&str>,
     ) -> Progress<'a, StepReport> {
-        let step = start_compact_history(history, &self.ctx(), request, focus, Trigger::Requested);
+        let step = start_compact_history(
+            history,
+            &self.ctx(),
+            self.cache.as_ref(),
+            request,
+            focus,
+            Trigger::Requested,
+        );
         Progress::after_step(self, history, step, Box::new(Compactor::counted))
     }
 

@@ -25,6 +25,7 @@ mod progress;
 mod report;
 mod savings;
 mod summary;
+mod summary_cost;
 mod tidy;
 
 pub use cache_model::{CachePrices, CacheState, MAX_EXPECTED_CALLS, Rewrite, Verdict};
@@ -38,7 +39,7 @@ pub use tidy::{
 use crate::history::History;
 use crate::limits::Limits;
 use crate::meter::{Meter, Unit};
-pub use summary::SUMMARY_CHARS;
+pub use crate::summarize::SUMMARY_CHARS;
 use whittle_store::Store;
 
 /// What the tidy steps need besides the history, borrowed from a
@@ -91,6 +92,12 @@ impl Ctx<'_> {
             Unit::Tokens => (self.limits.ledger_tokens as f64 * chars_per_unit) as usize,
         };
         configured.min((self.room_chars(chars_per_unit) / 4).max(FLOOR_CHARS))
+    }
+
+    /// The size (meter units) of `history.messages()[..end]`.
+    pub(crate) fn units_before(&self, history: &History, end: usize) -> u64 {
+        let chars = history.chars().saturating_sub(history.chars_from(end));
+        self.meter.chars_to_units(chars)
     }
 
     /// The longest summary a compaction asks for, in characters: about

@@ -8,7 +8,9 @@
 //! answer and finishes the step, or asks once more with less input.
 
 use super::Ctx;
+use super::cache_model::CacheState;
 use super::report::{Outcome, Step, StepReport, Trigger};
+use super::summary_cost::{SummaryAsk, cached_units, summarizes_in_place, summary_input};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::ledger_section;
@@ -16,7 +18,9 @@ use crate::markers::{
     COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_message, path_text,
 };
 use crate::pairs::safe_cut_at_or_before;
-use crate::summarize::{SummarizeError, SummaryInput, bounded_transcript};
+use crate::summarize::{
+    CONTINUATION_INSTRUCTION, SummarizeError, SummaryInput, bounded_transcript, summary_instruction,
+};
 use crate::{Content, Message, Role};
 use memchr::memmem;
 use std::path::PathBuf;
@@ -91,6 +95,7 @@ enum InputForm {
 pub(super) fn start_compact_history(
     history: &mut History,
     cx: &Ctx,
+    cache: Option<&CacheState>,
     request: &str,
     focus: Option<&str>,
     trigger: Trigger,
@@ -107,7 +112,6 @@ pub(super) fn start_compact_history(
         );
         return StepProgress::Done(report);
     };
-    let in_place = before <= cx.limits.summarize_in_place_up_to;
     let end = history.len();
     PendingSummary::start(
         SummaryStep::CompactHistory,
@@ -115,7 +119,7 @@ pub(super) fn start_compact_history(
         request,
         focus,
         (history, end, Some(ledger)),
-        in_place,
+        Some(cache),
         cx,
     )
 }
@@ -154,12 +158,6 @@ fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> Option<Re
     let (floor, ledger) = marker_floor(history, cx, request);
     (floor + MIN_SUMMARY_CHARS < history.chars()).then_some(ledger)
 }
-
-/// What a summary runs to, in characters, where the window has room for
-/// it: the instruction asks for a few short lines in each of its sections.
-/// Beside a system prompt that leaves little room, less (the budget a
-/// compaction asks for is `SummaryNeeded::max_chars`).
-pub const SUMMARY_CHARS: usize = 2_000;
 
 /// The size of the `[Compacted]` message that would replace `history` now,
 /// with an empty summary: header, request, transcript line and ledger.
@@ -215,7 +213,7 @@ pub(super) fn start_reactive_compact(
             request,
             None,
             (history, tail_start, None),
-            false,
+            None,
             cx,
         );
     }
@@ -226,14 +224,17 @@ impl PendingSummary {
     /// Appends the history's first `end` messages to the transcript (those
     /// not there yet) and prepares the first summary input; a failed write
     /// ends the step, leaving the history as it was. `rendered` is the
-    /// ledger if already rendered.
+    /// ledger if already rendered. `in_place` is `None` when the input is
+    /// a bounded transcript whatever the sizes (the provider has just
+    /// refused the history as too long), else the cache state the choice
+    /// is priced by, if any (see `summary_input`).
     fn start(
         step: SummaryStep,
         mut report: StepReport,
         request: &str,
         focus: Option<&str>,
         (history, end, rendered): (&mut History, usize, Option<RenderedLedger>),
-        in_place: bool,
+        in_place: Option<Option<&CacheState>>,
         cx: &Ctx,
     ) -> StepProgress {
         let transcript = match archive_through(history, cx, end) {
@@ -258,7 +259,25 @@ impl PendingSummary {
         } else {
             ledger.clone()
         };
+        let max_chars = cx.summary_chars(history);
         let messages = &history.messages()[..end];
+        // In place when the history, the ask appended to it and room for
+        // the answer fit the window, and (priced) it costs no more.
+        let in_place = in_place.is_some_and(|cache| {
+            let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, &new_facts, max_chars);
+            let ask = SummaryAsk {
+                size: cx.measure(history),
+                cached: cached_units(history, cx),
+                ask_chars: Some(Message::user(ask).chars()),
+                transcript_chars: history.chars().min(cx.limits.summary_input_chars),
+            };
+            match cache {
+                Some(cache) => summary_input(cx, cache, &ask).0,
+                None => ask
+                    .ask_chars
+                    .is_some_and(|a| summarizes_in_place(cx, ask.size, a)),
+            }
+        });
         let input = if in_place {
             InputForm::InPlace
         } else {
@@ -268,7 +287,6 @@ impl PendingSummary {
                 text: bounded_transcript(messages, window),
             }
         };
-        let max_chars = cx.summary_chars(history);
         StepProgress::Waiting(PendingSummary {
             step,
             max_chars,
