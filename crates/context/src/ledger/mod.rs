@@ -44,7 +44,7 @@ pub struct Ledger {
     files: Vec<FileUse>,
     /// Where each path is in `files`: a long session touches thousands of
     /// files, and each touch looks its path up.
-    file_at: HashMap<String, usize>,
+    file_at: FileIndex,
     /// Commands, oldest first.
     commands: Vec<CommandRun>,
     /// First line of each failed tool call, oldest first.
@@ -266,17 +266,14 @@ impl Ledger {
     }
 
     fn touch(&mut self, path: &str, tool: &str, times: u32) {
-        let at = self.file_at.get(path).copied();
+        let at = self.file_at.find(&self.files, path);
         self.touch_at(at, path, tool, times);
     }
 
     /// Appends a file not in `files` yet.
     fn push_file(&mut self, file: FileUse) -> usize {
-        let at = self.files.len();
-        // A path read back twice is looked up at its first place, as before.
-        self.file_at.entry(file.path.clone()).or_insert(at);
         self.files.push(file);
-        at
+        self.files.len() - 1
     }
 
     /// [`Ledger::touch`], the file already looked for: `at` is where it is
@@ -311,6 +308,38 @@ impl Ledger {
         });
     }
 }
+
+/// Where each path is in a ledger's files, indexed as far as a lookup has
+/// needed: a ledger that is only read back and rendered (a marker's, the
+/// middle snip_compact archives) never builds it.
+#[derive(Clone, Debug, Default)]
+struct FileIndex {
+    at: HashMap<String, usize>,
+    /// Files before this one are in `at`.
+    upto: usize,
+}
+
+impl FileIndex {
+    /// Where `path` is in `files` (the ledger's, only ever appended to), its
+    /// first place if it is there twice (as a linear search finds it).
+    fn find(&mut self, files: &[FileUse], path: &str) -> Option<usize> {
+        for (i, f) in files.iter().enumerate().skip(self.upto) {
+            self.at.entry(f.path.clone()).or_insert(i);
+        }
+        self.upto = files.len();
+        self.at.get(path).copied()
+    }
+}
+
+/// Derived from the files alone: two ledgers with the same files are equal
+/// however far each has indexed them.
+impl PartialEq for FileIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FileIndex {}
 
 /// Remembers which tool call each result answers while messages are read.
 #[derive(Clone, Debug, Default)]
