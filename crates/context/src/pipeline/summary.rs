@@ -262,11 +262,16 @@ impl PendingSummary {
         let max_chars = cx.summary_chars(history);
         let messages = &history.messages()[..end];
         // In place when the history, the ask appended to it and room for
-        // the answer fit the window, and (priced) it costs no more.
+        // the answer fit the window, and (priced) it costs no more. A
+        // history too big already is not measured with its ask.
+        let size = cx.measure(history);
         let in_place = in_place.is_some_and(|cache| {
+            if size > cx.limits.summarize_in_place_up_to {
+                return false;
+            }
             let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, &new_facts, max_chars);
             let ask = SummaryAsk {
-                size: cx.measure(history),
+                size,
                 cached: cached_units(history, cx),
                 ask_chars: Some(Message::user(ask).chars()),
                 transcript_chars: history.chars().min(cx.limits.summary_input_chars),
