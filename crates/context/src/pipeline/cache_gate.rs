@@ -8,7 +8,7 @@ use super::cache_model::{CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
 use super::savings::Savings;
 use super::summary::{marker_floor_chars, marker_without_ledger_chars};
-use super::summary_cost::{SummaryAsk, ask_chars_at_most, cached_units, summary_call_cost};
+use super::summary_cost::{SummaryAsk, ask_chars_at_most, summary_call_cost};
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, settle_old_results, snip_compact, snip_span,
     tidy_floor_with,
@@ -126,12 +126,12 @@ pub(super) fn compaction_pays(
     // ledger, it does not pay with the ledger either, and the ledger need
     // not be rendered (most calls in the band wait, each with new facts).
     let unledgered = marker_without_ledger_chars(cx, request);
-    let bare = summary_rewrite(history, cx, cache, unledgered, size);
+    let bare = summary_rewrite(history, cx, cache, unledgered);
     if cache.verdict(bare) == Verdict::DoesNotPay || !savings.covers(cache, bare) {
         return false;
     }
     let marker = marker_floor_chars(history, cx, request);
-    let summary = summary_rewrite(history, cx, cache, marker, size);
+    let summary = summary_rewrite(history, cx, cache, marker);
     cache.verdict(summary) != Verdict::DoesNotPay && savings.covers(cache, summary)
 }
 
@@ -151,35 +151,23 @@ fn tidy_rewrite(history: &History, cx: &Ctx, freed: u64) -> Rewrite {
     }
 }
 
-/// The rewrite a summary of `history` (measuring `size`) makes, priced
-/// before it is asked for, with a marker of `marker_chars` besides the
-/// summary.
+/// The rewrite a summary of `history` makes, priced before it is asked
+/// for, with a marker of `marker_chars` besides the summary.
 fn summary_rewrite(
     history: &History,
     cx: &Ctx,
     cache: &CacheState,
     marker_chars: usize,
-    size: u64,
 ) -> Rewrite {
     let summary_chars = cx.summary_chars(history);
     let marker = cx.meter.chars_to_units(marker_chars + summary_chars);
     let messages = cx.units_before(history, history.len());
-    let transcript = history.chars().min(cx.limits.summary_input_chars);
     let answer = cx.meter.chars_to_units(summary_chars);
+    let ask = SummaryAsk::of(history, cx, Some(ask_chars_at_most(cx, history)));
     Rewrite {
         cached: cx.units_before(history, history.unchanged_prefix()),
         kept: 0,
         freed: messages.saturating_sub(marker),
-        extra: summary_call_cost(
-            cx,
-            cache,
-            &SummaryAsk {
-                size,
-                cached: cached_units(history, cx),
-                ask_chars: Some(ask_chars_at_most(cx, history)),
-                transcript_chars: transcript,
-            },
-            answer,
-        ),
+        extra: summary_call_cost(cx, cache, &ask, answer),
     }
 }

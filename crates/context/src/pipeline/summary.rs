@@ -10,7 +10,7 @@
 use super::Ctx;
 use super::cache_model::CacheState;
 use super::report::{Outcome, Step, StepReport, Trigger};
-use super::summary_cost::{SummaryAsk, cached_units, summarizes_in_place, summary_input};
+use super::summary_cost::{SummaryAsk, summary_input};
 use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::ledger_section;
@@ -264,23 +264,15 @@ impl PendingSummary {
         // In place when the history, the ask appended to it and room for
         // the answer fit the window, and (priced) it costs no more. A
         // history too big already is not measured with its ask.
-        let size = cx.measure(history);
         let in_place = in_place.is_some_and(|cache| {
-            if size > cx.limits.summarize_in_place_up_to {
+            if cx.measure(history) > cx.limits.summarize_in_place_up_to {
                 return false;
             }
             let ask = summary_instruction(CONTINUATION_INSTRUCTION, focus, &new_facts, max_chars);
-            let ask = SummaryAsk {
-                size,
-                cached: cached_units(history, cx),
-                ask_chars: Some(Message::user(ask).chars()),
-                transcript_chars: history.chars().min(cx.limits.summary_input_chars),
-            };
+            let ask = SummaryAsk::of(history, cx, Some(Message::user(ask).chars()));
             match cache {
                 Some(cache) => summary_input(cx, cache, &ask).0,
-                None => ask
-                    .ask_chars
-                    .is_some_and(|a| summarizes_in_place(cx, ask.size, a)),
+                None => ask.fits(cx),
             }
         });
         let input = if in_place {

@@ -8,13 +8,7 @@ use super::cache_model::{CachePrices, CacheState};
 use crate::Message;
 use crate::history::History;
 use crate::summarize::{CONTINUATION_INSTRUCTION, SUMMARY_CHARS, summary_instruction};
-
-/// Whether a history measuring `size` is summarized in place when the ask
-/// appended to it (the instruction and the ledger it carries) is
-/// `ask_chars` long as a message: see `Limits::summarize_in_place_up_to`.
-pub(super) fn summarizes_in_place(cx: &Ctx, size: u64, ask_chars: usize) -> bool {
-    size.saturating_add(cx.meter.chars_to_units(ask_chars)) <= cx.limits.summarize_in_place_up_to
-}
+use std::sync::LazyLock;
 
 /// The longest the ask of a summary in place of `history` can be, as a
 /// message: the instruction at the longest summary, and a ledger at its
@@ -22,8 +16,13 @@ pub(super) fn summarizes_in_place(cx: &Ctx, size: u64, ask_chars: usize) -> bool
 /// summary before it is asked (or after, not knowing the ask): then one
 /// priced in place surely was.
 pub(super) fn ask_chars_at_most(cx: &Ctx, history: &History) -> usize {
-    let instruction = summary_instruction(CONTINUATION_INSTRUCTION, None, "", SUMMARY_CHARS);
-    Message::user(instruction).chars() + cx.ledger_chars(history) * 11 / 10
+    // The same on every call: measured once (the band's cost check asks on
+    // every call there).
+    static INSTRUCTION_CHARS: LazyLock<usize> = LazyLock::new(|| {
+        let instruction = summary_instruction(CONTINUATION_INSTRUCTION, None, "", SUMMARY_CHARS);
+        Message::user(instruction).chars()
+    });
+    *INSTRUCTION_CHARS + cx.ledger_chars(history) * 11 / 10
 }
 
 /// What the provider holds of the request `history` makes now: what a
@@ -48,9 +47,32 @@ pub(super) struct SummaryAsk {
     pub(super) transcript_chars: usize,
 }
 
+impl SummaryAsk {
+    /// The summary of `history` as it is now, with an ask of `ask_chars`
+    /// (see the field).
+    pub(super) fn of(history: &History, cx: &Ctx, ask_chars: Option<usize>) -> SummaryAsk {
+        SummaryAsk {
+            size: cx.measure(history),
+            cached: cached_units(history, cx),
+            ask_chars,
+            transcript_chars: history.chars().min(cx.limits.summary_input_chars),
+        }
+    }
+
+    /// Whether the history, the ask and the summary's answer fit the
+    /// window (`Limits::summarize_in_place_up_to`), so that it can be asked
+    /// in place at all.
+    pub(super) fn fits(&self, cx: &Ctx) -> bool {
+        self.ask_chars.is_some_and(|ask| {
+            self.size.saturating_add(cx.meter.chars_to_units(ask))
+                <= cx.limits.summarize_in_place_up_to
+        })
+    }
+}
+
 /// How a summary is asked, and what its input costs (input-size units).
 /// In place when the history, the ask and the answer fit the window
-/// ([`summarizes_in_place`]) and it costs no more than a bounded transcript
+/// ([`SummaryAsk::fits`]) and it costs no more than a bounded transcript
 /// as fresh input. In place, the part the provider holds is read and the
 /// rest written (all of it, the cache cold), with what a request carries
 /// besides the messages: beside a big system prompt, a short history costs
@@ -59,10 +81,7 @@ pub(super) fn summary_input(cx: &Ctx, cache: &CacheState, ask: &SummaryAsk) -> (
     let CachePrices { read, write, .. } = cache.prices;
     let asked = cx.meter.chars_to_units(ask.ask_chars.unwrap_or(0)) as f64;
     let transcript = cx.meter.chars_to_units(ask.transcript_chars) as f64 + asked;
-    if !ask
-        .ask_chars
-        .is_some_and(|a| summarizes_in_place(cx, ask.size, a))
-    {
+    if !ask.fits(cx) {
         return (false, transcript);
     }
     let cached = if cache.cold() {
