@@ -265,6 +265,72 @@ async fn automatic_compaction_summarizes_on_a_current_thread_runtime() {
     s.assert_requests_valid();
 }
 
+/// A history grown into the answer's reserve is sent with a smaller
+/// output limit instead of being compacted; an answer cut at that limit is
+/// paid for and dropped, and asked again after a compaction that gives it
+/// the full one.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_cut_at_a_squeezed_room_is_asked_again_with_the_full_room() {
+    let s = Setup::new().await;
+    let budget = TokenBudget::new(64_000, 8_192);
+    let limits = Limits::tokens(budget);
+    let mut config = s.config(limits.clone(), MeterChoice::Tokens);
+    config.max_tokens = 8_192;
+    config.context_window = budget.context_window;
+    let mut agent = s.agent_with(config);
+    // A long first answer (about 56,500 tokens at the meter's four
+    // characters a token, the system prompt and tools besides): the next
+    // request measures past the window limit, short of the squeeze limit.
+    // No input count is reported, so the meter keeps its estimate.
+    s.server
+        .push(Reply::text("A long tale. ".repeat(17_400)).with_usage(0, 56_000));
+    let (result, _) = run(&mut agent, "hello").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+
+    s.server.push(
+        Reply::text("half an answer, cut off mid")
+            .with_stop_reason("max_tokens")
+            .with_usage(0, 5_000),
+    );
+    s.server.push(Reply::text("summary of the tale"));
+    s.server.push(Reply::text("the whole answer"));
+    let (result, events) = run(&mut agent, "go on").await;
+    assert_eq!(
+        result.unwrap(),
+        TurnOutcome::Done {
+            text: "the whole answer".into()
+        }
+    );
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 4);
+    // Squeezed, not compacted: the history as it was, a smaller limit.
+    let squeezed = requests[1].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        (limits.answer_room(limits.squeeze_limit, 8_192)..8_192).contains(&squeezed),
+        "{squeezed}"
+    );
+    assert_eq!(message_text(&requests[1].body["messages"][0]), "hello");
+    // Then compacted, and asked again with the full room.
+    let last = &requests[3].body;
+    assert_eq!(last["max_tokens"].as_u64(), Some(8_192));
+    let first = message_text(&last["messages"][0]);
+    assert!(first.starts_with("[Compacted]"), "{first}");
+    assert!(!last.to_string().contains("cut off mid"));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Warning(w) if w.contains("asking again")))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Compaction(r) if r.applied()))
+    );
+    // The cut answer was billed: every call is counted.
+    assert_eq!(agent.usage().calls, 4);
+    s.assert_requests_valid();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_prompt_too_long_once_is_recovered_by_reactive_compaction() {
     let s = Setup::new().await;

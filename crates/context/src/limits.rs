@@ -12,12 +12,22 @@ use crate::summarize::{SUMMARY_CHARS, summary_answer_tokens};
 pub struct Limits {
     /// Compaction starts when the context measures above this (meter units).
     pub context_limit: u64,
-    /// The most a request may measure and still leave the answer its room:
-    /// the usable window (meter units). Between `context_limit` and this, a
-    /// compactor that knows the provider's cache compacts only when its
-    /// cost model says compacting now is cheaper than waiting (see
-    /// `CacheState`); above it, always. Never taken below `context_limit`.
+    /// The most a request may measure and still leave the answer its full
+    /// room: the usable window (meter units). Between `context_limit` and
+    /// this, a compactor that knows the provider's cache compacts only when
+    /// its cost model says compacting now is cheaper than waiting (see
+    /// `CacheState`); from here to `squeeze_limit` the answer's room
+    /// shrinks instead; above that, it compacts always. Never taken below
+    /// `context_limit`.
     pub window_limit: u64,
+    /// The most a request may measure when its answer's room is squeezed
+    /// to its floor (meter units). Between `window_limit` and this the
+    /// request asks for a shorter answer (see [`Limits::answer_room`])
+    /// instead of compacting: a rewrite forced there, at the end of a
+    /// session, costs more than the whole session's rest would read. An
+    /// answer cut at the squeezed room is asked again after a compaction
+    /// that leaves the full room. Never taken below `window_limit`.
+    pub squeeze_limit: u64,
     /// micro_compact and fit_tool_results work down to this (meter units).
     pub target: u64,
     /// tool_result_budget acts when the newest batch of results exceeds this (chars).
@@ -65,7 +75,31 @@ impl Limits {
     /// Above this a request is compacted whatever it costs: the window
     /// limit, or the context limit if that is higher.
     pub fn hard_limit(&self) -> u64 {
-        self.window_limit.max(self.context_limit)
+        self.squeeze_limit
+            .max(self.window_limit)
+            .max(self.context_limit)
+    }
+
+    /// The room a request measuring `size` leaves an answer that may take
+    /// `full` when the request is within `window_limit`: the full room
+    /// there, one unit less for every unit past it. Only where the limits
+    /// squeeze (the token policy's; never the character preset's, whose
+    /// units are not the answer's).
+    pub fn answer_room(&self, size: u64, full: u64) -> u64 {
+        if self.squeeze_limit <= self.window_limit {
+            return full;
+        }
+        full.saturating_sub(size.saturating_sub(self.window_limit))
+    }
+
+    /// The same limits without the squeeze: above the window limit a
+    /// compaction runs, so that the answer gets its full room (after an
+    /// answer was cut at a squeezed one).
+    pub fn with_full_answer_room(&self) -> Limits {
+        Limits {
+            squeeze_limit: self.window_limit,
+            ..self.clone()
+        }
     }
 
     /// The ledger's budget in characters.
@@ -107,6 +141,7 @@ impl Limits {
         Limits {
             context_limit: 50_000,
             window_limit: 50_000,
+            squeeze_limit: 50_000,
             target: 40_000,
             batch_budget_chars: 200_000,
             large_result_chars: 30_000,
@@ -147,6 +182,11 @@ impl Limits {
         Limits {
             context_limit,
             window_limit: usable,
+            // An answer may be squeezed to a quarter of its reserve.
+            squeeze_limit: budget
+                .context_window
+                .saturating_sub(budget.reserved_output_tokens.div_ceil(4))
+                .max(usable),
             target: context_limit / 2,
             batch_budget_chars: batch,
             large_result_chars: (batch / 4).clamp(2_000, 30_000),
@@ -178,5 +218,50 @@ impl Limits {
             )
             .unwrap_or(usize::MAX),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_policy_squeezes_the_answer_to_a_quarter_of_its_reserve() {
+        let limits = Limits::tokens(TokenBudget::new(32_000, 4_000));
+        assert_eq!(limits.window_limit, 28_000);
+        assert_eq!(limits.squeeze_limit, 31_000);
+        assert_eq!(limits.hard_limit(), 31_000);
+        // Within the window limit the answer has its full room; past it,
+        // one token less for every token more, down to the floor.
+        assert_eq!(limits.answer_room(10_000, 4_000), 4_000);
+        assert_eq!(limits.answer_room(28_000, 4_000), 4_000);
+        assert_eq!(limits.answer_room(29_500, 4_000), 2_500);
+        assert_eq!(limits.answer_room(31_000, 4_000), 1_000);
+        assert_eq!(limits.answer_room(40_000, 4_000), 0);
+        // A request's room plus its size never passes the window.
+        for size in [28_000, 29_999, 31_000] {
+            assert!(size + limits.answer_room(size, 4_000) <= 32_000);
+        }
+    }
+
+    #[test]
+    fn without_the_squeeze_the_window_limit_is_the_hard_one() {
+        let limits = Limits::tokens(TokenBudget::new(200_000, 25_000));
+        let full = limits.with_full_answer_room();
+        assert_eq!(full.hard_limit(), limits.window_limit);
+        assert_eq!(full.answer_room(limits.window_limit + 500, 25_000), 25_000);
+        assert_eq!(full.context_limit, limits.context_limit);
+        // No reserve, nothing to squeeze; the smallest still leaves a token.
+        let none = Limits::tokens(TokenBudget::new(4_096, 0));
+        assert_eq!(none.squeeze_limit, none.window_limit);
+        let tiny = Limits::tokens(TokenBudget::new(4_096, 3));
+        assert_eq!(tiny.answer_room(tiny.squeeze_limit, 3), 1);
+    }
+
+    #[test]
+    fn the_character_preset_never_squeezes() {
+        let limits = Limits::teaching();
+        assert_eq!(limits.hard_limit(), limits.window_limit);
+        assert_eq!(limits.answer_room(90_000, 1_024), 1_024);
     }
 }

@@ -549,7 +549,10 @@ fn a_cold_cache_tidies_what_a_warm_one_would_summarize() {
     // clear_at_least, so with a warm cache micro_compact does not run and
     // fitting alone cannot reach the limit; with a cold one micro_compact
     // replaces every old result, and that reaches it without a summary.
-    let mut limits = Limits::tokens(TokenBudget::new(40_000, 4_000));
+    // Without the squeeze: past the window limit a warm cache summarizes
+    // (with it, the same sizes wait with a smaller answer, which tidying a
+    // cold cache cannot match).
+    let mut limits = Limits::tokens(TokenBudget::new(40_000, 4_000)).with_full_answer_room();
     limits.keep_recent_results = 1;
     let cache = |idle_ms| whittle_context::CacheState {
         prices: whittle_context::CachePrices::ANTHROPIC_5M,
@@ -688,4 +691,60 @@ fn between_the_limit_and_the_window_only_a_session_that_saved_compacts() {
         "{outcome:?}"
     );
     assert!(funded.measure(&h) <= limits.context_limit);
+}
+
+/// A history grown past the window limit into the answer's reserve is
+/// not compacted while the cache is warm: the request asks for a shorter
+/// answer instead. Once an answer was cut there, the next prepare compacts
+/// to give it the full room, and only that one.
+#[test]
+fn a_history_in_the_answers_reserve_is_compacted_only_when_an_answer_needs_the_room() {
+    let limits = Limits::tokens(TokenBudget::new(20_000, 4_000));
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        limits.clone(),
+        Store::new(dir.path()),
+        Box::new(TokenMeter::default()),
+    );
+    let warm = whittle_context::CacheState {
+        prices: whittle_context::CachePrices::ANTHROPIC_5M,
+        ttl_ms: 300_000,
+        idle_ms: Some(1_000),
+        calls_so_far: 5,
+    };
+    let mut h = History::new(vec![
+        Message::user("task"),
+        Message::assistant("Reading the notes."),
+        Message::user(file_text(1, 70_000)),
+    ]);
+    let size = c.measure(&h);
+    assert!(limits.window_limit < size && size < limits.squeeze_limit);
+    c.set_cache_state(Some(warm));
+    let mut asked = Recording::default();
+    let outcome = c.prepare(&mut h, "task", &mut asked);
+    assert!(asked.calls.is_empty(), "{outcome:?}");
+    assert_eq!(c.measure(&h), size);
+    let room = c.answer_room(&h, 4_000);
+    assert_eq!(room, 4_000 - (size - limits.window_limit));
+
+    // The answer needed more: the next prepare makes the full room.
+    c.leave_full_answer_room();
+    let outcome = c.prepare(&mut h, "task", &mut asked);
+    assert_eq!(asked.calls.len(), 1, "{outcome:?}");
+    assert!(c.measure(&h) <= limits.context_limit, "{outcome:?}");
+    assert_eq!(c.answer_room(&h, 4_000), 4_000);
+
+    // And only that one: a history back in the band waits again.
+    h.mark();
+    h.push(Message::assistant("Noted."));
+    h.push(Message::user(file_text(2, 64_000)));
+    let size = c.measure(&h);
+    assert!(
+        limits.window_limit < size && size < limits.squeeze_limit,
+        "{size}"
+    );
+    c.set_cache_state(Some(warm));
+    let outcome = c.prepare(&mut h, "task", &mut asked);
+    assert_eq!(asked.calls.len(), 1, "{outcome:?}");
+    assert!(c.answer_room(&h, 4_000) < 4_000);
 }

@@ -377,8 +377,9 @@ impl<'r, 's> Replayer<'r, 's> {
             self.history.push(m.clone());
             return i + 1;
         }
-        self.call(recorded);
-        self.take_answer(i, recorded)
+        let answer = self.answer_tokens(i, recorded);
+        self.call(recorded, answer);
+        self.take_answer(i, answer)
     }
 
     /// Saves the results of `m` that the agent's tools would have saved
@@ -405,8 +406,9 @@ impl<'r, 's> Replayer<'r, 's> {
     }
 
     /// One model call: the pipeline on the history, then the request it
-    /// leaves measured and priced.
-    fn call(&mut self, recorded: Option<&RecordedCall>) {
+    /// leaves measured and priced; an answer of `answer` tokens that the
+    /// request's squeezed room would cut is asked again, as the agent does.
+    fn call(&mut self, recorded: Option<&RecordedCall>, answer: u64) {
         let time = CallTime {
             at_ms: recorded.and_then(|c| c.at_ms),
             ttl: recorded.and_then(|c| c.cache_ttl).unwrap_or_default(),
@@ -433,7 +435,27 @@ impl<'r, 's> Replayer<'r, 's> {
         let pipeline = started.elapsed().saturating_sub(summaries);
         self.times.push(pipeline.as_micros() as u64);
         self.count_steps(applied);
-        self.send(recorded, time);
+        let sent = self.send(recorded, time);
+        if let Some(room) = self.cut_at(sent, answer) {
+            // The agent's answer stops at the room it was given; it
+            // compacts to leave the full room and asks again. The cut
+            // answer is paid for, then never seen.
+            self.report.cut_answers += 1;
+            self.report.output_tokens += room;
+            if let Some(c) = &mut self.compactor {
+                c.leave_full_answer_room();
+            }
+            let again = self.cache_state(time);
+            let started = Instant::now();
+            let summarizing = self.counting.spent;
+            let applied = self.compact(again);
+            let summaries = self.counting.spent.saturating_sub(summarizing);
+            if let Some(last) = self.times.last_mut() {
+                *last += started.elapsed().saturating_sub(summaries).as_micros() as u64;
+            }
+            self.count_steps(applied);
+            self.send(recorded, time);
+        }
         // While the model would answer, as the agent does.
         if let Some(c) = &self.compactor {
             let started = Instant::now();
@@ -544,9 +566,24 @@ impl<'r, 's> Replayer<'r, 's> {
         }
     }
 
+    /// The room an answer of `answer` tokens is cut at, if the request of
+    /// `sent` tokens squeezed it below that (never for `none`, which is
+    /// the recording, nor where the policy does not squeeze).
+    fn cut_at(&self, sent: u64, answer: u64) -> Option<u64> {
+        let c = self.compactor.as_ref()?;
+        // Above the window the request is refused: nothing is answered.
+        if sent > self.run.config.window_tokens {
+            return None;
+        }
+        let full = self.run.config.reserved_output_tokens;
+        let room = c.limits().answer_room(sent, full);
+        (room < full && answer > room).then_some(room)
+    }
+
     /// The request the history makes (for `none`, what the recording agent
     /// sent, exactly when it was logged): measured, checked and priced.
-    fn send(&mut self, recorded: Option<&RecordedCall>, time: CallTime) {
+    /// Returns its size in tokens.
+    fn send(&mut self, recorded: Option<&RecordedCall>, time: CallTime) -> u64 {
         let config = self.run.config;
         let report = &mut self.report;
         if validate(self.history.messages()).is_err() {
@@ -597,24 +634,35 @@ impl<'r, 's> Replayer<'r, 's> {
         report.cache_write_1h_tokens += priced.write_1h;
         report.uncached_tokens += tokens.saturating_sub(priced.read + priced.write);
         report.calls += 1;
+        tokens
     }
 
-    /// The recorded answer to the call at `i`: this and any directly
-    /// following assistant messages, billed as recorded when the recording
-    /// says. Returns the index after it.
-    fn take_answer(&mut self, mut i: usize, recorded: Option<&RecordedCall>) -> usize {
-        let messages = self.run.messages;
+    /// The output tokens of the recorded answer to the call at `i` (this
+    /// and any directly following assistant messages): as billed when the
+    /// recording says, else estimated from its text.
+    fn answer_tokens(&self, i: usize, recorded: Option<&RecordedCall>) -> u64 {
         let billed = recorded
             .and_then(|c| c.usage)
             .filter(|_| self.run.recording.billed)
             .map(|u| u.output_tokens);
-        let mut estimated = 0;
+        billed.unwrap_or_else(|| {
+            self.run.messages[i..]
+                .iter()
+                .take_while(|m| m.role() == Role::Assistant)
+                .map(|m| self.run.config.tokens(content_chars(m)))
+                .sum()
+        })
+    }
+
+    /// Takes the recorded answer to the call at `i` into the history, and
+    /// its output into the bill. Returns the index after it.
+    fn take_answer(&mut self, mut i: usize, answer: u64) -> usize {
+        let messages = self.run.messages;
         while i < messages.len() && messages[i].role() == Role::Assistant {
-            estimated += self.run.config.tokens(content_chars(&messages[i]));
             self.history.push(messages[i].clone());
             i += 1;
         }
-        self.report.output_tokens += billed.unwrap_or(estimated);
+        self.report.output_tokens += answer;
         i
     }
 
@@ -745,6 +793,56 @@ mod tests {
         assert_eq!(r.invalid_requests, 0);
         assert_eq!(r.unrecoverable_chars, 0);
         assert_eq!(r.over_window, 0);
+    }
+
+    /// `default` lets a history grow into the answer's reserve with a
+    /// smaller answer; an answer longer than that room is cut, paid for,
+    /// and asked again after a compaction, as the agent does.
+    #[test]
+    fn an_answer_longer_than_the_squeezed_room_is_cut_and_asked_again() {
+        let config = ReplayConfig::for_window(32_000);
+        let limits = config.default_limits();
+        let replay = |answer_chars: usize, policy: Policy| {
+            // A long first answer: the second request measures about
+            // 29,300 tokens, past the window limit, short of the squeeze.
+            let msgs = vec![
+                Message::user("TASK: write the notes"),
+                Message::assistant("note ".repeat(23_440)),
+                Message::user("go on"),
+                Message::assistant("a".repeat(answer_chars)),
+            ];
+            let dir = tempfile::tempdir().unwrap();
+            replay_conversation(
+                "c",
+                &msgs,
+                None,
+                policy,
+                &config,
+                &mut StandInSummarizer::default(),
+                dir.path(),
+            )
+        };
+        let none = replay(12_000, Policy::None);
+        let sent = none.tokens_by_call[1];
+        assert!(limits.window_limit < sent && sent < limits.squeeze_limit);
+        let room = limits.answer_room(sent, config.reserved_output_tokens);
+
+        // An answer that fits the room: sent as it is, nothing compacted.
+        let short = replay(4 * room as usize - 400, Policy::Default);
+        assert_eq!((short.calls, short.cut_answers), (2, 0), "{short:?}");
+        assert!(short.steps.is_empty(), "{short:?}");
+        assert_eq!(short.tokens_by_call, none.tokens_by_call);
+
+        // One that does not: cut at the room, then a compaction and the
+        // same request again.
+        let long = replay(4 * room as usize + 4_000, Policy::Default);
+        assert_eq!((long.calls, long.cut_answers), (3, 1), "{long:?}");
+        assert_eq!(long.over_window, 0);
+        assert!(long.steps.contains_key("compact_history"), "{long:?}");
+        let again = long.tokens_by_call[2];
+        assert!(again <= limits.window_limit, "{long:?}");
+        let answer = config.tokens(4 * room as usize + 4_000 - 30);
+        assert!(long.output_tokens >= room + answer, "{long:?}");
     }
 
     #[test]

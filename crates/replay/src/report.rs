@@ -45,6 +45,10 @@ pub struct ReplayReport {
     pub over_window: u64,
     /// Call numbers (0-based) where the request was above the window.
     pub overflow_calls: Vec<u64>,
+    /// Answers the policy's squeezed room would have cut (see
+    /// `whittle_context::Limits::answer_room`): each is paid for, up to
+    /// the room, then asked again after a compaction (both calls counted).
+    pub cut_answers: u64,
     /// Requests that failed the validator.
     pub invalid_requests: u64,
     /// Characters that left the context and are not in the store; must be 0.
@@ -139,6 +143,7 @@ impl ReplayReport {
             *self.steps.entry(k.clone()).or_default() += v;
         }
         self.over_window += other.over_window;
+        self.cut_answers += other.cut_answers;
         self.invalid_requests += other.invalid_requests;
         self.unrecoverable_chars += other.unrecoverable_chars;
         self.pipeline_us_median = self.pipeline_us_median.max(other.pipeline_us_median);

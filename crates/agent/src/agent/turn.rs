@@ -1,5 +1,6 @@
 //! One user turn: run the pipeline, call the model, run its tools, repeat
-//! until it answers without a tool call; recover once from an overflow.
+//! until it answers without a tool call; recover once from an overflow,
+//! and once from an answer cut at the room a full window left it.
 
 use super::Agent;
 use super::error::AgentError;
@@ -9,7 +10,7 @@ use crate::hooks::HookEvent;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use whittle_context::session::SessionRecord;
-use whittle_llm::{Collector, LlmError, ModelRequest, ModelResponse, StreamEvent};
+use whittle_llm::{Collector, LlmError, ModelRequest, ModelResponse, StopReason, StreamEvent};
 use whittle_protocol::{Message, ToolUse, validate};
 
 /// How a turn ended.
@@ -86,6 +87,7 @@ impl Agent {
         self.checkpoints.new_turn();
         let mut calls = 0;
         let mut reactive_used = false;
+        let mut room_made = false;
         loop {
             if cancel.is_cancelled() {
                 return Ok(TurnOutcome::Cancelled);
@@ -104,8 +106,8 @@ impl Agent {
                     unit: self.compactor.meter().unit().as_str(),
                 });
             }
-            let response = match self.call_model(sink, cancel).await {
-                Ok(Some(r)) => r,
+            let (response, room) = match self.call_model(sink, cancel).await {
+                Ok(Some(answered)) => answered,
                 Ok(None) => return Ok(TurnOutcome::Cancelled),
                 Err(AgentError::Llm(LlmError::ContextOverflow {
                     message, tokens, ..
@@ -142,6 +144,21 @@ impl Agent {
                 .meter_mut()
                 .observe(&self.history, response.usage.total_input_tokens());
             sink.on_event(AgentEvent::Usage(response.usage));
+            let squeezed = room < self.config.max_tokens;
+            if squeezed && response.stop_reason == Some(StopReason::MaxTokens) && !room_made {
+                // The history had grown into the answer's reserve and the
+                // answer needed more than was left: it is paid for, but not
+                // kept; compact to give it the full room and ask again.
+                room_made = true;
+                sink.on_event(AgentEvent::Warning(format!(
+                    "the answer reached the {room} tokens the window left it; \
+                     compacting to give it {} and asking again",
+                    self.config.max_tokens
+                )));
+                self.compactor.leave_full_answer_room();
+                continue;
+            }
+            room_made = false;
 
             let mut message = response.message;
             if message.blocks().is_empty() && message.text().is_empty() {
@@ -171,13 +188,24 @@ impl Agent {
         }
     }
 
-    /// One model call, streamed to the sink. `Ok(None)` when cancelled. A
-    /// history that breaks the Messages API rules is a bug here, never sent.
+    /// The request's output limit: the configured one, less what the
+    /// history has grown past the window limit into the answer's reserve
+    /// (`Limits::answer_room`), so that a session near its end is not
+    /// compacted for room its answers rarely use.
+    fn answer_room(&self) -> u32 {
+        let full = self.config.max_tokens;
+        let room = self.compactor.answer_room(&self.history, u64::from(full));
+        u32::try_from(room).unwrap_or(full).max(1)
+    }
+
+    /// One model call, streamed to the sink, with the output limit it was
+    /// given. `Ok(None)` when cancelled. A history that breaks the Messages
+    /// API rules is a bug here, never sent.
     async fn call_model(
         &mut self,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
-    ) -> Result<Option<ModelResponse>, AgentError> {
+    ) -> Result<Option<(ModelResponse, u32)>, AgentError> {
         validate(self.history.messages())?;
         let mut request = ModelRequest::new(
             &self.config.model,
@@ -185,7 +213,8 @@ impl Agent {
             self.history.messages().to_vec(),
         );
         request.tools = self.tools.specs();
-        request.max_tokens = self.config.max_tokens;
+        let room = self.answer_room();
+        request.max_tokens = room;
         request.reasoning = self.config.reasoning;
         request.cache_anchor = self.compactor.cache_anchor(&self.history);
         self.history.mark();
@@ -235,6 +264,6 @@ impl Agent {
         if !ahead_done {
             self.compactor.prepare_ahead(&mut self.history);
         }
-        Ok(Some(collector.finish()?))
+        Ok(Some((collector.finish()?, room)))
     }
 }

@@ -51,6 +51,10 @@ pub fn render_table(summary: &ReplaySummary) -> String {
         ("requests over the window", |t, _| {
             group_digits(t.over_window)
         }),
+        // Answers the squeezed room would have cut, asked again.
+        ("answers cut and asked again", |t, _| {
+            group_digits(t.cut_answers)
+        }),
         ("summarization calls", |t, _| {
             group_digits(t.summarize_calls)
         }),

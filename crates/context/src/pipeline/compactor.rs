@@ -61,6 +61,9 @@ pub struct Compactor {
     /// What compacting has saved this session, by the cache model: what a
     /// compaction the window does not force yet may bet.
     savings: Savings,
+    /// The next prepare leaves the answer its full room (see
+    /// [`Compactor::leave_full_answer_room`]).
+    full_answer_room_next: bool,
 }
 
 impl Compactor {
@@ -73,7 +76,25 @@ impl Compactor {
             consecutive_over_limit: 0,
             cache: None,
             savings: Savings::default(),
+            full_answer_room_next: false,
         }
+    }
+
+    /// The room, in the meter's unit, the history as it is leaves an answer
+    /// that may take `full`: less than `full` once the history has grown
+    /// past the window limit into the answer's reserve (see
+    /// [`Limits::answer_room`]). A harness sends it as the request's
+    /// output limit.
+    pub fn answer_room(&self, history: &History, full: u64) -> u64 {
+        self.limits.answer_room(self.measure(history), full)
+    }
+
+    /// The answer to the last request was cut at a squeezed room: the next
+    /// prepare compacts whatever lies above the window limit, as it would
+    /// without the squeeze, so that the request asked again leaves the
+    /// answer its full room.
+    pub fn leave_full_answer_room(&mut self) {
+        self.full_answer_room_next = true;
     }
 
     /// What the provider's cache holds before the next call (see
@@ -178,7 +199,15 @@ impl Compactor {
         history: &'a mut History,
         request: &str,
     ) -> Progress<'a, PrepareOutcome> {
-        let cx = self.ctx();
+        let full_room = std::mem::take(&mut self.full_answer_room_next)
+            .then(|| self.limits.with_full_answer_room());
+        let cx = match &full_room {
+            Some(limits) => Ctx {
+                limits,
+                ..self.ctx()
+            },
+            None => self.ctx(),
+        };
         let before = cx.measure(history);
         let mut reports = Vec::new();
         let cache = self.cache;

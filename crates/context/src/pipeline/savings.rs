@@ -20,9 +20,10 @@
 //! Measured on the shared traces at 32k: `default` went from 0.815× to
 //! 0.822× of `none`, and the conversations that never outgrew the window
 //! yet cost more than `none` from five to two. Those two (xarray-4356,
-//! sympy-17630) outgrow the usable window, the window less the answer's
-//! reserve, which `none` is not held to: there the window forces the
-//! compaction. At 200k and 1M nothing changed.
+//! sympy-17630) outgrew the usable window, the window less the answer's
+//! reserve, which `none` is not held to: there the window forced the
+//! compaction (since then a request there squeezes its answer's room
+//! instead, see `cache_model`). At 200k and 1M nothing changed.
 //!
 //! The saving is kept by the same cache model as the decisions: per call,
 //! `none` reads what it sent before and writes what is new (everything,
