@@ -8,7 +8,8 @@ use crate::common;
 use common::{Recording, file_text, read_call, result};
 use std::fs;
 use whittle_context::{
-    CharMeter, Compactor, History, Limits, Outcome, Step, TokenBudget, TokenMeter, check_recovery,
+    CharMeter, Compactor, History, Limits, Meter, Outcome, Step, TokenBudget, TokenMeter,
+    check_recovery,
 };
 use whittle_protocol::{Block, Message, validate};
 use whittle_store::{Store, is_saved_placeholder};
@@ -747,4 +748,47 @@ fn a_history_in_the_answers_reserve_is_compacted_only_when_an_answer_needs_the_r
     let outcome = c.prepare(&mut h, "task", &mut asked);
     assert_eq!(asked.calls.len(), 1, "{outcome:?}");
     assert!(c.answer_room(&h, 4_000) < 4_000);
+}
+
+/// Where the system prompt and tools alone are larger than the window, no
+/// summary can make a request fit: none is asked for, proactively or
+/// after the provider refused, and the reports say why.
+#[test]
+fn no_summary_is_asked_when_the_system_prompt_alone_fills_the_window() {
+    let limits = Limits::tokens(TokenBudget::new(8_000, 1_000));
+    let dir = tempfile::tempdir().unwrap();
+    let mut meter = TokenMeter::default();
+    meter.set_overhead_chars(4 * 9_000);
+    let mut c = Compactor::new(limits, Store::new(dir.path()), Box::new(meter));
+    let mut h = History::new(vec![
+        Message::user("task"),
+        Message::assistant(file_text(1, 20_000)),
+        Message::user("go on"),
+    ]);
+    let before = h.clone();
+    let mut asked = Recording::default();
+    let outcome = c.prepare(&mut h, "task", &mut asked);
+    assert!(asked.calls.is_empty(), "{outcome:?}");
+    assert!(outcome.over_limit);
+    let why = |r: &whittle_context::StepReport| match &r.outcome {
+        Outcome::NotApplied(why) => why.contains("system prompt and tools alone"),
+        _ => false,
+    };
+    assert!(outcome.reports.iter().any(why), "{outcome:?}");
+    let report = c.reactive_compact(&mut h, "task", &mut asked);
+    assert!(asked.calls.is_empty());
+    assert!(why(&report), "{report:?}");
+    assert_eq!(h.messages(), before.messages());
+
+    // A smaller system prompt: the same history is summarized.
+    let mut meter = TokenMeter::default();
+    meter.set_overhead_chars(4 * 2_000);
+    let other = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        Limits::tokens(TokenBudget::new(8_000, 1_000)),
+        Store::new(other.path()),
+        Box::new(meter),
+    );
+    c.prepare(&mut h, "task", &mut asked);
+    assert_eq!(asked.calls.len(), 1);
 }

@@ -58,6 +58,19 @@ impl Ctx<'_> {
         self.meter.measure(history)
     }
 
+    /// The size of what every request carries besides the messages (the
+    /// system prompt and tools), by the meter.
+    fn overhead(&self) -> u64 {
+        self.meter.measure(&History::default())
+    }
+
+    /// Whether the system prompt and tools alone measure above the hard
+    /// limit: then no compaction of the messages can make a request fit,
+    /// and a summary would only cost its call and lose detail.
+    fn overhead_fills_window(&self) -> bool {
+        self.overhead() > self.limits.hard_limit()
+    }
+
     /// The ledger's budget in characters: the configured one, but at most a
     /// quarter of the room the hard limit (`Limits::hard_limit`, where the
     /// window forces a compaction) leaves beside the system prompt and
@@ -136,8 +149,7 @@ impl Ctx<'_> {
     /// The room the target leaves beside the system prompt and tools, in
     /// characters at `chars_per_unit` ([`Ctx::chars_per_unit`]).
     fn room_chars(&self, limit: u64, chars_per_unit: f64) -> usize {
-        let overhead = self.meter.measure(&History::default());
-        let room = limit.saturating_sub(overhead);
+        let room = limit.saturating_sub(self.overhead());
         (room as f64 * chars_per_unit) as usize
     }
 
@@ -148,8 +160,7 @@ impl Ctx<'_> {
         match self.meter.unit() {
             Unit::Chars => 1.0,
             Unit::Tokens => {
-                let overhead = self.meter.measure(&History::default());
-                let tokens = self.meter.measure(history).saturating_sub(overhead);
+                let tokens = self.meter.measure(history).saturating_sub(self.overhead());
                 if tokens == 0 {
                     4.0
                 } else {

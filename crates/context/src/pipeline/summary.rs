@@ -86,6 +86,11 @@ enum InputForm {
     Bounded { window: usize, text: String },
 }
 
+/// Why no summary runs when the system prompt and tools alone measure
+/// above the hard limit.
+const OVERHEAD_FILLS_WINDOW: &str =
+    "the system prompt and tools alone are larger than the window: no summary can make it fit";
+
 /// Step 4. Writes the whole history to a transcript and asks for a factual
 /// summary (in place while the history is small enough, else of a bounded
 /// rendering). The summary, once given, replaces the history with one
@@ -104,6 +109,10 @@ pub(super) fn start_compact_history(
     let mut report = StepReport::new(Step::CompactHistory, trigger, before, cx.meter.unit());
     if history.is_empty() {
         report.outcome = Outcome::NotApplied("the history is empty".into());
+        return StepProgress::Done(report);
+    }
+    if cx.overhead_fills_window() {
+        report.outcome = Outcome::NotApplied(OVERHEAD_FILLS_WINDOW.into());
         return StepProgress::Done(report);
     }
     let Some(ledger) = summary_can_help(history, cx, request) else {
@@ -201,6 +210,11 @@ pub(super) fn start_reactive_compact(
         cx.measure(history),
         cx.meter.unit(),
     );
+    if cx.overhead_fills_window() {
+        let mut report = report;
+        report.outcome = Outcome::NotApplied(OVERHEAD_FILLS_WINDOW.into());
+        return StepProgress::Done(report);
+    }
     let messages = history.messages();
     let tail_start = safe_cut_at_or_before(
         messages,

@@ -29,7 +29,7 @@ pub(super) fn ask_chars_at_most(cx: &Ctx, history: &History) -> usize {
 /// request carries besides the messages, and the messages unchanged since
 /// the previous request (meter units).
 pub(super) fn cached_units(history: &History, cx: &Ctx) -> u64 {
-    cx.measure(&History::default()) + cx.units_before(history, history.unchanged_prefix())
+    cx.overhead() + cx.units_before(history, history.unchanged_prefix())
 }
 
 /// A summary's request before it is made, as the cost model prices it.
