@@ -48,7 +48,9 @@ pub struct FileConfig {
     pub models: HashMap<String, ModelFactsOverride>,
     /// Fraction of the usable window at which compaction starts.
     pub auto_compact_fraction: Option<f64>,
-    /// Tokens kept free for the answer (default: `max_tokens`).
+    /// Tokens kept free for the answer (default: `max_tokens`). Past the
+    /// window less these, a request asks for a shorter answer, down to a
+    /// quarter of them, before the window forces a compaction.
     pub reserved_output_tokens: Option<u64>,
     /// Extended thinking: `"adaptive"`, `"off"` or a token budget.
     pub thinking: Option<Thinking>,
