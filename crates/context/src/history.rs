@@ -370,6 +370,21 @@ impl History {
         )
     }
 
+    /// [`LedgerMemo::rendered_json_chars_estimate`] of this history.
+    pub(crate) fn rendered_ledger_json_chars_estimate(
+        &mut self,
+        (range, transcript, carry_markers): (Range<usize>, Option<&str>, bool),
+        budget: usize,
+        named_by_marker: Option<&str>,
+    ) -> usize {
+        self.ledger.rendered_json_chars_estimate(
+            &self.messages,
+            (range, transcript, carry_markers),
+            budget,
+            named_by_marker,
+        )
+    }
+
     /// Replaces every message.
     pub fn replace_all(&mut self, messages: Vec<Message>) {
         let len = self.messages.len();

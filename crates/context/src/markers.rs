@@ -95,11 +95,17 @@ pub fn compacted_message(
 /// before it add what they count alone, and the marker need not be written
 /// and counted again for each ledger it is priced with.
 pub fn compacted_chars_with(without_chars: usize, ledger: &str) -> usize {
-    if ledger.is_empty() {
+    compacted_chars_with_json(without_chars, whittle_protocol::json_str_chars(ledger))
+}
+
+/// [`compacted_chars_with`] for a ledger known by its length as a JSON
+/// string (`json_str_chars`, quotes included; 0 for no ledger).
+pub(crate) fn compacted_chars_with_json(without_chars: usize, ledger_json_chars: usize) -> usize {
+    if ledger_json_chars <= "\"\"".len() {
         return without_chars;
     }
     // The ledger's own quotes are not in the message: the "\n\n" before it is.
-    without_chars + "\\n\\n".len() + whittle_protocol::json_str_chars(ledger) - "\"\"".len()
+    without_chars + "\\n\\n".len() + ledger_json_chars - "\"\"".len()
 }
 
 #[cfg(test)]

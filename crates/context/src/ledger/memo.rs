@@ -88,6 +88,11 @@ struct Memo {
     /// the band's cost check and the compaction that follows it in the
     /// same call render the same ledger at the same budget.
     rendered: Option<Rendered>,
+    /// The length, as a JSON string, of the ledger's last rendering,
+    /// kept while messages are recorded after it: what the band's cost
+    /// check prices a summary's marker by (see
+    /// [`LedgerMemo::rendered_json_chars_estimate`]).
+    last_rendered_json_chars: Option<usize>,
     /// The memo as it was at a few earlier points, oldest first.
     checkpoints: Vec<Checkpoint>,
 }
@@ -273,12 +278,47 @@ impl LedgerMemo {
             return r.text.clone();
         }
         let text = memo.ledger.render(budget, named_by_marker);
+        memo.last_rendered_json_chars = Some(whittle_protocol::json_str_chars(&text));
         memo.rendered = Some(Rendered {
             budget,
             named_by_marker: named_by_marker.map(str::to_owned),
             text: text.clone(),
         });
         text
+    }
+
+    /// The length as a JSON string of [`LedgerMemo::rendered`]: exact when
+    /// nothing was recorded since the last rendering, for the same budget
+    /// and marker; else that last rendering's, when there was one (the
+    /// messages recorded since add a few facts to a ledger that is mostly
+    /// at its budget, and the budget moves with the history's characters
+    /// per token); else rendered now.
+    pub(crate) fn rendered_json_chars_estimate(
+        &mut self,
+        messages: &[Message],
+        (range, transcript, carry_markers): (Range<usize>, Option<&str>, bool),
+        budget: usize,
+        named_by_marker: Option<&str>,
+    ) -> usize {
+        let at = self.brought_up_to_date(messages, range.clone(), transcript, carry_markers);
+        let memo = &self.slots[at];
+        let fresh = memo
+            .rendered
+            .as_ref()
+            .filter(|r| r.budget == budget && r.named_by_marker.as_deref() == named_by_marker);
+        if let Some(r) = fresh {
+            return whittle_protocol::json_str_chars(&r.text);
+        }
+        if let Some(chars) = memo.last_rendered_json_chars {
+            return chars;
+        }
+        let text = self.rendered(
+            messages,
+            (range, transcript, carry_markers),
+            budget,
+            named_by_marker,
+        );
+        whittle_protocol::json_str_chars(&text)
     }
 
     /// The slot holding the ledger of `messages[range]`, every message of
@@ -320,6 +360,7 @@ impl LedgerMemo {
                         ..Recorder::default()
                     },
                     rendered: None,
+                    last_rendered_json_chars: None,
                     checkpoints: Vec::new(),
                 });
                 self.slots.len() - 1
@@ -363,6 +404,59 @@ impl LedgerMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The estimate of a rendering's length is exact while nothing was
+    /// recorded since it, the last rendering's after that, and a rendering
+    /// made now when there was none.
+    #[test]
+    fn a_renderings_length_is_estimated_from_the_last_one() {
+        let bash = |i: usize| {
+            Message::assistant_blocks(vec![crate::Block::tool_use(
+                format!("t{i}"),
+                "bash",
+                serde_json::json!({"command": format!("cargo test -p crate{i} --lib")}),
+            )])
+        };
+        let mut messages = vec![Message::user("the task")];
+        for i in 0..6 {
+            messages.push(bash(i));
+        }
+        let place = (0..messages.len(), Some("/t.jsonl"), true);
+        let exact = |messages: &[Message]| {
+            let mut fresh = LedgerMemo::default();
+            let text = fresh.rendered(
+                messages,
+                (0..messages.len(), Some("/t.jsonl"), true),
+                4_000,
+                None,
+            );
+            whittle_protocol::json_str_chars(&text)
+        };
+        let mut memo = LedgerMemo::default();
+        // None yet: rendered now, exactly.
+        let first = memo.rendered_json_chars_estimate(&messages, place.clone(), 4_000, None);
+        assert_eq!(first, exact(&messages));
+        // Nothing recorded since: the same rendering.
+        assert_eq!(
+            memo.rendered_json_chars_estimate(&messages, place, 4_000, None),
+            first
+        );
+        // Two more commands: the last rendering's length, not the new one's.
+        messages.push(bash(6));
+        messages.push(bash(7));
+        let grown = (0..messages.len(), Some("/t.jsonl"), true);
+        assert!(exact(&messages) > first);
+        assert_eq!(
+            memo.rendered_json_chars_estimate(&messages, grown.clone(), 4_000, None),
+            first
+        );
+        // Rendered again (as the work ahead does): exact once more.
+        memo.rendered(&messages, grown.clone(), 4_000, None);
+        assert_eq!(
+            memo.rendered_json_chars_estimate(&messages, grown, 4_000, None),
+            exact(&messages)
+        );
+    }
 
     /// What edits leave behind waits for the harness's work ahead, and is
     /// never more than one compaction's worth when none comes.

@@ -7,7 +7,7 @@ use super::Ctx;
 use super::cache_model::{CacheState, Rewrite, Verdict};
 use super::report::{StepReport, Trigger};
 use super::savings::Savings;
-use super::summary::{marker_floor_chars, marker_without_ledger_chars};
+use super::summary::{marker_floor_chars_estimate, marker_without_ledger_chars};
 use super::summary_cost::{SummaryAsk, ask_chars_at_most, summary_call_cost};
 use super::tidy::{
     micro_compact, micro_compact_now, micro_estimate, settle_old_results, snip_compact, snip_span,
@@ -130,7 +130,7 @@ pub(super) fn compaction_pays(
     if cache.verdict(bare) == Verdict::DoesNotPay || !savings.covers(cache, bare) {
         return false;
     }
-    let marker = marker_floor_chars(history, cx, request);
+    let marker = marker_floor_chars_estimate(history, cx, request);
     let summary = summary_rewrite(history, cx, cache, marker);
     cache.verdict(summary) != Verdict::DoesNotPay && savings.covers(cache, summary)
 }

@@ -11,7 +11,7 @@ use super::cache_model::CacheState;
 use super::progress::Progress;
 use super::report::{Step, StepReport, Trigger};
 use super::savings::Savings;
-use super::summary::{start_compact_history, start_reactive_compact};
+use super::summary::{render_marker_ledger_ahead, start_compact_history, start_reactive_compact};
 use super::summary_cost::{SummaryAsk, ask_chars_at_most, cached_units, summary_call_cost};
 use super::tidy::{
     cache_anchor, fit_tool_results, micro_compact, settle_old_results, snip_compact,
@@ -144,13 +144,24 @@ impl Compactor {
     /// floor) saved; and the ledgers brought up to date, which after an
     /// edit of old messages (micro_compact's placeholders) means recording
     /// the history again from before the edit: work the next call would
-    /// otherwise begin with; then the ledgers' checkpoints taken. A harness
-    /// calls it while the model answers.
+    /// otherwise begin with; then the ledgers' checkpoints taken; and
+    /// between the compaction limit and the window, the ledger a summary
+    /// would carry rendered, whose length the next call's cost check
+    /// prices the summary by. A harness calls it while the model answers.
     pub fn prepare_ahead(&self, history: &mut History) {
         history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
-        settle_old_results(history, &self.ctx());
+        let cx = self.ctx();
+        settle_old_results(history, &cx);
         self.keep_ledger(history);
         history.checkpoint_ledgers_ahead();
+        // Between the limit and the window every call prices a summary,
+        // the marker's ledger included (see `compaction_pays`).
+        if self.keeps_ledger()
+            && self.cache.is_some()
+            && cx.measure(history) > self.limits.context_limit
+        {
+            render_marker_ledger_ahead(history, &cx);
+        }
     }
 
     /// How this compactor measures size, in the unit of its reports.
@@ -285,7 +296,7 @@ impl Compactor {
     /// few calls, and a ledger of the whole would be rebuilt as often; it
     /// keeps the ledger of the middle it archives instead.
     fn keep_ledger(&self, history: &mut History) {
-        if self.limits.ledger_tokens == 0 || self.limits.max_messages.is_some() {
+        if !self.keeps_ledger() {
             return;
         }
         // The path as text without `Display` (a formatter per call): the
@@ -294,6 +305,11 @@ impl Compactor {
         let all = 0..history.len();
         history.ledger_of(all.clone(), Some(&place), true);
         history.ledger_of(all, Some(&place), false);
+    }
+
+    /// Whether the ledger is kept as messages come (see `keep_ledger`).
+    fn keeps_ledger(&self) -> bool {
+        self.limits.ledger_tokens > 0 && self.limits.max_messages.is_none()
     }
 
     /// Measures the result of prepare and counts it if it is still over

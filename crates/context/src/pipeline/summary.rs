@@ -15,7 +15,8 @@ use super::tidy::{archive_through, fit_results_to};
 use crate::history::History;
 use crate::ledger::ledger_section;
 use crate::markers::{
-    COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_message, path_text,
+    COMPACTED_HEADER, REACTIVE_HEADER, compacted_chars_with, compacted_chars_with_json,
+    compacted_message, path_text,
 };
 use crate::pairs::safe_cut_at_or_before;
 use crate::summarize::{
@@ -169,9 +170,33 @@ fn summary_can_help(history: &mut History, cx: &Ctx, request: &str) -> Option<Re
 }
 
 /// The size of the `[Compacted]` message that would replace `history` now,
-/// with an empty summary: header, request, transcript line and ledger.
-pub(super) fn marker_floor_chars(history: &mut History, cx: &Ctx, request: &str) -> usize {
-    marker_floor(history, cx, request).0
+/// with an empty summary: header, request, transcript line and ledger,
+/// the ledger as long as its last rendering (see
+/// `LedgerMemo::rendered_json_chars_estimate`). The band's cost check asks
+/// this on every call while it waits; rendering the ledger was most of
+/// such a call (29 of 40 µs at the median of a long session at 32k), and
+/// [`render_marker_ledger_ahead`] renders it while the model answers.
+pub(super) fn marker_floor_chars_estimate(history: &mut History, cx: &Ctx, request: &str) -> usize {
+    let place = cx.store.transcript_path();
+    let place = path_text(&place);
+    let budget = cx.ledger_chars(history);
+    let end = history.len();
+    let ledger = history.rendered_ledger_json_chars_estimate(
+        (0..end, Some(&place), true),
+        budget,
+        Some(&place),
+    );
+    compacted_chars_with_json(marker_without_ledger_chars(cx, request), ledger)
+}
+
+/// Renders the ledger a summary of the whole history would carry, as
+/// [`marker_floor`] does, so that the next call's cost check finds its
+/// length (work ahead, while the model answers).
+pub(super) fn render_marker_ledger_ahead(history: &mut History, cx: &Ctx) {
+    let place = cx.store.transcript_path();
+    let budget = cx.ledger_chars(history);
+    let end = history.len();
+    RenderedLedger::of(history, end, path_text(&place).into_owned(), budget);
 }
 
 /// The size of the `[Compacted]` message that would replace a history
