@@ -331,6 +331,86 @@ async fn an_answer_cut_at_a_squeezed_room_is_asked_again_with_the_full_room() {
     s.assert_requests_valid();
 }
 
+/// Where compacting cannot make room (the history is one long message
+/// from the person, which a marker would quote whole), an answer cut at
+/// the squeezed room is kept as it came: asking again would only be cut
+/// again. The room is never below a quarter of the reserve, and above the
+/// squeeze limit the request asks for the full room (the provider decides).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_cut_where_compacting_makes_no_room_is_kept() {
+    let budget = TokenBudget::new(64_000, 8_192);
+    let limits = Limits::tokens(budget);
+    for (chars, squeezed) in [(226_000, true), (252_000, false)] {
+        let s = Setup::new().await;
+        let mut config = s.config(limits.clone(), MeterChoice::Tokens);
+        config.max_tokens = 8_192;
+        config.context_window = budget.context_window;
+        let mut agent = s.agent_with(config);
+        s.server.push(
+            Reply::text("I have read it and")
+                .with_stop_reason("max_tokens")
+                .with_usage(0, 1_811),
+        );
+        s.server.push(Reply::text("never asked"));
+        let (result, events) = run(&mut agent, &"word ".repeat(chars / 5)).await;
+        assert_eq!(
+            result.unwrap(),
+            TurnOutcome::Done {
+                text: "I have read it and".into()
+            },
+            "{chars}"
+        );
+        let requests = s.server.requests();
+        assert_eq!(requests.len(), 1, "{chars}");
+        let sent = requests[0].body["max_tokens"].as_u64().unwrap();
+        if squeezed {
+            assert!((8_192 / 4..8_192).contains(&sent), "{chars}: {sent}");
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, AgentEvent::Warning(w) if w.contains("kept as it came")))
+            );
+        } else {
+            assert_eq!(sent, 8_192, "{chars}");
+        }
+        s.assert_requests_valid();
+    }
+}
+
+/// With a fixed thinking budget the answer's room is not squeezed (it
+/// would lower the budget, or leave thinking out): past the window limit
+/// the history is compacted, as without the squeeze.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_thinking_budget_the_answer_is_not_squeezed() {
+    let s = Setup::new().await;
+    let budget = TokenBudget::new(64_000, 8_192);
+    let mut config = s.config(Limits::tokens(budget), MeterChoice::Tokens);
+    config.max_tokens = 8_192;
+    config.context_window = budget.context_window;
+    config.reasoning.thinking = whittle_llm::Thinking::Budget(4_000);
+    let mut agent = s.agent_with(config);
+    s.server
+        .push(Reply::text("A long tale. ".repeat(17_400)).with_usage(0, 56_000));
+    let (result, _) = run(&mut agent, "hello").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    s.server.push(Reply::text("summary of the tale"));
+    s.server.push(Reply::text("the whole answer"));
+    let (result, _) = run(&mut agent, "go on").await;
+    assert_eq!(
+        result.unwrap(),
+        TurnOutcome::Done {
+            text: "the whole answer".into()
+        }
+    );
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 3);
+    let last = &requests[2].body;
+    assert_eq!(last["max_tokens"].as_u64(), Some(8_192));
+    assert_eq!(last["thinking"]["budget_tokens"].as_u64(), Some(4_000));
+    assert!(message_text(&last["messages"][0]).starts_with("[Compacted]"));
+    s.assert_requests_valid();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_prompt_too_long_once_is_recovered_by_reactive_compaction() {
     let s = Setup::new().await;

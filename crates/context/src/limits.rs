@@ -28,6 +28,10 @@ pub struct Limits {
     /// answer cut at the squeezed room is asked again after a compaction
     /// that leaves the full room. Never taken below `window_limit`.
     pub squeeze_limit: u64,
+    /// The model's whole context window (meter units), which a request and
+    /// its answer share: what a squeezed answer's room is measured from.
+    /// Only the squeeze uses it.
+    pub window: u64,
     /// micro_compact and fit_tool_results work down to this (meter units).
     pub target: u64,
     /// tool_result_budget acts when the newest batch of results exceeds this (chars).
@@ -80,16 +84,24 @@ impl Limits {
             .max(self.context_limit)
     }
 
+    /// Whether a request measuring `size` has its answer's room squeezed:
+    /// past the window limit, up to the squeeze limit. Never where the
+    /// limits do not squeeze (the character preset's, whose units are not
+    /// the answer's); not above the squeeze limit either, where the
+    /// compaction that should have run did not, and the provider decides.
+    pub fn squeezes(&self, size: u64) -> bool {
+        self.window_limit < size && size <= self.squeeze_limit
+    }
+
     /// The room a request measuring `size` leaves an answer that may take
-    /// `full` when the request is within `window_limit`: the full room
-    /// there, one unit less for every unit past it. Only where the limits
-    /// squeeze (the token policy's; never the character preset's, whose
-    /// units are not the answer's).
+    /// `full`: all of it, but where the request [squeezes](Limits::squeezes)
+    /// it, what the window has left (at least a quarter of the reserve, at
+    /// the squeeze limit).
     pub fn answer_room(&self, size: u64, full: u64) -> u64 {
-        if self.squeeze_limit <= self.window_limit {
+        if !self.squeezes(size) {
             return full;
         }
-        full.saturating_sub(size.saturating_sub(self.window_limit))
+        full.min(self.window.saturating_sub(size))
     }
 
     /// The same limits without the squeeze: above the window limit a
@@ -142,6 +154,7 @@ impl Limits {
             context_limit: 50_000,
             window_limit: 50_000,
             squeeze_limit: 50_000,
+            window: 50_000,
             target: 40_000,
             batch_budget_chars: 200_000,
             large_result_chars: 30_000,
@@ -187,6 +200,7 @@ impl Limits {
                 .context_window
                 .saturating_sub(budget.reserved_output_tokens.div_ceil(4))
                 .max(usable),
+            window: budget.context_window,
             target: context_limit / 2,
             batch_budget_chars: batch,
             large_result_chars: (batch / 4).clamp(2_000, 30_000),
@@ -237,10 +251,29 @@ mod tests {
         assert_eq!(limits.answer_room(28_000, 4_000), 4_000);
         assert_eq!(limits.answer_room(29_500, 4_000), 2_500);
         assert_eq!(limits.answer_room(31_000, 4_000), 1_000);
-        assert_eq!(limits.answer_room(40_000, 4_000), 0);
+        // Above the squeeze limit the compaction that should have run did
+        // not: the answer asks for its full room, and the provider decides.
+        assert!(!limits.squeezes(31_001));
+        assert_eq!(limits.answer_room(31_001, 4_000), 4_000);
         // A request's room plus its size never passes the window.
         for size in [28_000, 29_999, 31_000] {
             assert!(size + limits.answer_room(size, 4_000) <= 32_000);
+        }
+    }
+
+    #[test]
+    fn a_squeezed_room_is_what_the_window_has_left_whatever_the_reserve() {
+        // A reserve larger than the answer: past the window limit the
+        // answer still fits whole until the window is that close.
+        let limits = Limits::tokens(TokenBudget::new(32_000, 16_000));
+        assert_eq!(limits.squeeze_limit, 28_000);
+        assert_eq!(limits.answer_room(17_000, 4_000), 4_000);
+        assert_eq!(limits.answer_room(limits.squeeze_limit, 4_000), 4_000);
+        assert_eq!(limits.answer_room(27_000, 20_000), 5_000);
+        // At most what the window has left, never less than the floor.
+        for size in limits.window_limit + 1..=limits.squeeze_limit {
+            let room = limits.answer_room(size, 20_000);
+            assert!(size + room <= 32_000 && room >= 4_000, "{size}: {room}");
         }
     }
 
@@ -249,6 +282,7 @@ mod tests {
         let limits = Limits::tokens(TokenBudget::new(200_000, 25_000));
         let full = limits.with_full_answer_room();
         assert_eq!(full.hard_limit(), limits.window_limit);
+        assert!(!full.squeezes(limits.window_limit + 500));
         assert_eq!(full.answer_room(limits.window_limit + 500, 25_000), 25_000);
         assert_eq!(full.context_limit, limits.context_limit);
         // No reserve, nothing to squeeze; the smallest still leaves a token.

@@ -378,8 +378,8 @@ impl<'r, 's> Replayer<'r, 's> {
             return i + 1;
         }
         let answer = self.answer_tokens(i, recorded);
-        self.call(recorded, answer);
-        self.take_answer(i, answer)
+        let billed = self.call(recorded, answer);
+        self.take_answer(i, billed)
     }
 
     /// Saves the results of `m` that the agent's tools would have saved
@@ -407,8 +407,9 @@ impl<'r, 's> Replayer<'r, 's> {
 
     /// One model call: the pipeline on the history, then the request it
     /// leaves measured and priced; an answer of `answer` tokens that the
-    /// request's squeezed room would cut is asked again, as the agent does.
-    fn call(&mut self, recorded: Option<&RecordedCall>, answer: u64) {
+    /// request's squeezed room would cut is asked again, as the agent
+    /// does. Returns the answer's output tokens to bill.
+    fn call(&mut self, recorded: Option<&RecordedCall>, answer: u64) -> u64 {
         let time = CallTime {
             at_ms: recorded.and_then(|c| c.at_ms),
             ttl: recorded.and_then(|c| c.cache_ttl).unwrap_or_default(),
@@ -436,14 +437,18 @@ impl<'r, 's> Replayer<'r, 's> {
         self.times.push(pipeline.as_micros() as u64);
         self.count_steps(applied);
         let sent = self.send(recorded, time);
+        let mut billed = answer;
         if let Some(room) = self.cut_at(sent, answer) {
             // The agent's answer stops at the room it was given; it
-            // compacts to leave the full room and asks again. The cut
-            // answer is paid for, then never seen.
+            // compacts to leave the full room and, if that made room, asks
+            // again: the cut answer is paid for, then never seen. Else it
+            // keeps the cut answer (here the recorded one, billed as cut).
             self.report.cut_answers += 1;
-            self.report.output_tokens += room;
             if let Some(c) = &mut self.compactor {
                 c.leave_full_answer_room();
+            }
+            if let Some(p) = &mut self.probe {
+                p.before_pipeline(&self.history);
             }
             let again = self.cache_state(time);
             let started = Instant::now();
@@ -454,7 +459,12 @@ impl<'r, 's> Replayer<'r, 's> {
                 *last += started.elapsed().saturating_sub(summaries).as_micros() as u64;
             }
             self.count_steps(applied);
-            self.send(recorded, time);
+            if self.squeezes(self.request_tokens()) {
+                billed = room;
+            } else {
+                self.report.output_tokens += room;
+                self.send(recorded, time);
+            }
         }
         // While the model would answer, as the agent does.
         if let Some(c) = &self.compactor {
@@ -462,6 +472,7 @@ impl<'r, 's> Replayer<'r, 's> {
             c.prepare_ahead(&mut self.history);
             self.report.ahead_us_total += started.elapsed().as_micros() as u64;
         }
+        billed
     }
 
     /// What the provider's cache holds: the default policy rewrites its
@@ -571,13 +582,29 @@ impl<'r, 's> Replayer<'r, 's> {
     /// the recording, nor where the policy does not squeeze).
     fn cut_at(&self, sent: u64, answer: u64) -> Option<u64> {
         let c = self.compactor.as_ref()?;
-        // Above the window the request is refused: nothing is answered.
-        if sent > self.run.config.window_tokens {
+        if !self.squeezes(sent) {
             return None;
         }
-        let full = self.run.config.reserved_output_tokens;
-        let room = c.limits().answer_room(sent, full);
-        (room < full && answer > room).then_some(room)
+        let room = c
+            .limits()
+            .answer_room(sent, self.run.config.reserved_output_tokens);
+        (answer > room).then_some(room)
+    }
+
+    /// Whether a request of `tokens` squeezes the answer's room under the
+    /// policy's limits (`Limits::squeezes`).
+    fn squeezes(&self, tokens: u64) -> bool {
+        self.compactor
+            .as_ref()
+            .is_some_and(|c| c.limits().squeezes(tokens))
+    }
+
+    /// The size in tokens of the request the history makes now, as
+    /// [`Replayer::send`] measures it.
+    fn request_tokens(&self) -> u64 {
+        self.run
+            .config
+            .tokens(self.history.chars() + self.system_chars)
     }
 
     /// The request the history makes (for `none`, what the recording agent
@@ -585,17 +612,17 @@ impl<'r, 's> Replayer<'r, 's> {
     /// Returns its size in tokens.
     fn send(&mut self, recorded: Option<&RecordedCall>, time: CallTime) -> u64 {
         let config = self.run.config;
-        let report = &mut self.report;
-        if validate(self.history.messages()).is_err() {
-            report.invalid_requests += 1;
-        }
         let exact = recorded
             .and_then(|c| c.request.as_deref())
             .filter(|_| self.run.policy == Policy::None && self.run.recording.exact);
         let tokens = match exact {
             Some(blocks) => config.tokens(blocks.iter().map(|b| b.chars).sum()),
-            None => config.tokens(self.history.chars() + self.system_chars),
+            None => self.request_tokens(),
         };
+        let report = &mut self.report;
+        if validate(self.history.messages()).is_err() {
+            report.invalid_requests += 1;
+        }
         if tokens > config.window_tokens {
             report.over_window += 1;
             report.overflow_calls.push(report.calls);
@@ -843,6 +870,29 @@ mod tests {
         assert!(again <= limits.window_limit, "{long:?}");
         let answer = config.tokens(4 * room as usize + 4_000 - 30);
         assert!(long.output_tokens >= room + answer, "{long:?}");
+
+        // Where compacting makes no room (the person's own long message,
+        // which a marker quotes whole), the cut answer is kept: one call,
+        // its output billed up to the room.
+        let msgs = vec![
+            Message::user("note ".repeat(23_440)),
+            Message::assistant("a".repeat(20_000)),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let kept = replay_conversation(
+            "c",
+            &msgs,
+            None,
+            Policy::Default,
+            &config,
+            &mut StandInSummarizer::default(),
+            dir.path(),
+        );
+        let sent = kept.tokens_by_call[0];
+        assert!(limits.squeezes(sent), "{kept:?}");
+        let room = limits.answer_room(sent, config.reserved_output_tokens);
+        assert_eq!((kept.calls, kept.cut_answers), (1, 1), "{kept:?}");
+        assert_eq!(kept.output_tokens, room, "{kept:?}");
     }
 
     #[test]

@@ -104,7 +104,11 @@ impl Agent {
             .with_sandbox(config.sandbox.clone())
             .with_store(store.clone())
             .with_output_limits(output_limits(&config.limits));
-        let compactor = Compactor::new(config.limits.clone(), store, meter);
+        let compactor = Compactor::new(
+            compaction_limits(&config.limits, config.reasoning),
+            store,
+            meter,
+        );
         Agent {
             provider,
             tool_ctx,
@@ -148,7 +152,8 @@ impl Agent {
         self.config.max_tokens = model.max_tokens;
         self.config.context_window = model.context_window;
         self.config.limits = model.limits.clone();
-        self.compactor.set_limits(model.limits.clone());
+        self.compactor
+            .set_limits(compaction_limits(&model.limits, self.config.reasoning));
         if self.tools.get(whittle_protocol::tool_names::TASK).is_some() {
             let task = crate::TaskTool::new(provider, &self.tools, self.config.clone())
                 .with_hooks(self.hooks.clone())
@@ -388,6 +393,18 @@ impl Agent {
             s.append(&record)?;
         }
         Ok(())
+    }
+}
+
+/// The pipeline's limits for a session that reasons with `reasoning`:
+/// `limits`, but without the answer's squeeze when thinking has a fixed
+/// budget. A squeezed `max_tokens` lowers that budget, and below its
+/// minimum leaves thinking out of the request, which the provider refuses
+/// in a tool loop whose earlier answers thought.
+fn compaction_limits(limits: &Limits, reasoning: whittle_llm::Reasoning) -> Limits {
+    match reasoning.thinking {
+        whittle_llm::Thinking::Budget(_) => limits.with_full_answer_room(),
+        _ => limits.clone(),
     }
 }
 

@@ -32,6 +32,16 @@ pub enum TurnOutcome {
     },
 }
 
+/// The output limit a request was sent with.
+#[derive(Clone, Copy, Debug)]
+struct AnswerRoom {
+    /// `max_tokens`.
+    tokens: u32,
+    /// Whether it was less than the configured limit because the history
+    /// had grown into the answer's reserve (`Limits::squeezes`).
+    squeezed: bool,
+}
+
 impl Agent {
     /// Runs one user turn: the input enters as the active request, then the
     /// model and tools alternate until the model answers without a tool call.
@@ -88,6 +98,8 @@ impl Agent {
         let mut calls = 0;
         let mut reactive_used = false;
         let mut room_made = false;
+        // A prepare already run for the next call (after a cut answer).
+        let mut prepared = None;
         loop {
             if cancel.is_cancelled() {
                 return Ok(TurnOutcome::Cancelled);
@@ -95,7 +107,10 @@ impl Agent {
             if calls >= self.config.max_turns {
                 return Ok(TurnOutcome::MaxTurns);
             }
-            let outcome = self.prepare(sink, cancel).await?;
+            let outcome = match prepared.take() {
+                Some(outcome) => outcome,
+                None => self.prepare(sink, cancel).await?,
+            };
             if cancel.is_cancelled() {
                 return Ok(TurnOutcome::Cancelled);
             }
@@ -144,19 +159,31 @@ impl Agent {
                 .meter_mut()
                 .observe(&self.history, response.usage.total_input_tokens());
             sink.on_event(AgentEvent::Usage(response.usage));
-            let squeezed = room < self.config.max_tokens;
-            if squeezed && response.stop_reason == Some(StopReason::MaxTokens) && !room_made {
+            if room.squeezed && response.stop_reason == Some(StopReason::MaxTokens) && !room_made {
                 // The history had grown into the answer's reserve and the
-                // answer needed more than was left: it is paid for, but not
-                // kept; compact to give it the full room and ask again.
+                // answer needed more than was left: compact to give it the
+                // full room, and if that made room, drop the answer (it is
+                // paid for) and ask again.
                 room_made = true;
-                sink.on_event(AgentEvent::Warning(format!(
-                    "the answer reached the {room} tokens the window left it; \
-                     compacting to give it {} and asking again",
-                    self.config.max_tokens
-                )));
                 self.compactor.leave_full_answer_room();
-                continue;
+                let outcome = self.prepare(sink, cancel).await?;
+                if cancel.is_cancelled() {
+                    return Ok(TurnOutcome::Cancelled);
+                }
+                if !self.compactor.squeezes_answer(&self.history) {
+                    sink.on_event(AgentEvent::Warning(format!(
+                        "the answer reached the {} tokens the window left it; \
+                         compacted to give it {}, asking again",
+                        room.tokens, self.config.max_tokens
+                    )));
+                    prepared = Some(outcome);
+                    continue;
+                }
+                sink.on_event(AgentEvent::Warning(format!(
+                    "the answer reached the {} tokens the window left it, and \
+                     compacting made no more room: it is kept as it came",
+                    room.tokens
+                )));
             }
             room_made = false;
 
@@ -188,14 +215,17 @@ impl Agent {
         }
     }
 
-    /// The request's output limit: the configured one, less what the
-    /// history has grown past the window limit into the answer's reserve
-    /// (`Limits::answer_room`), so that a session near its end is not
-    /// compacted for room its answers rarely use.
-    fn answer_room(&self) -> u32 {
+    /// The request's output limit: the configured one, or what the window
+    /// has left where the history has grown past the window limit into the
+    /// answer's reserve (`Limits::answer_room`), so that a session near
+    /// its end is not compacted for room its answers rarely use.
+    fn answer_room(&self) -> AnswerRoom {
         let full = self.config.max_tokens;
         let room = self.compactor.answer_room(&self.history, u64::from(full));
-        u32::try_from(room).unwrap_or(full).max(1)
+        AnswerRoom {
+            tokens: u32::try_from(room).unwrap_or(full).max(1),
+            squeezed: self.compactor.squeezes_answer(&self.history),
+        }
     }
 
     /// One model call, streamed to the sink, with the output limit it was
@@ -205,7 +235,7 @@ impl Agent {
         &mut self,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
-    ) -> Result<Option<(ModelResponse, u32)>, AgentError> {
+    ) -> Result<Option<(ModelResponse, AnswerRoom)>, AgentError> {
         validate(self.history.messages())?;
         let mut request = ModelRequest::new(
             &self.config.model,
@@ -214,7 +244,7 @@ impl Agent {
         );
         request.tools = self.tools.specs();
         let room = self.answer_room();
-        request.max_tokens = room;
+        request.max_tokens = room.tokens;
         request.reasoning = self.config.reasoning;
         request.cache_anchor = self.compactor.cache_anchor(&self.history);
         self.history.mark();

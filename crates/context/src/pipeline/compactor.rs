@@ -89,6 +89,13 @@ impl Compactor {
         self.limits.answer_room(self.measure(history), full)
     }
 
+    /// Whether the history as it is squeezes the answer's room (see
+    /// [`Limits::squeezes`]): an answer cut there is worth asking again
+    /// after [`Compactor::leave_full_answer_room`].
+    pub fn squeezes_answer(&self, history: &History) -> bool {
+        self.limits.squeezes(self.measure(history))
+    }
+
     /// The answer to the last request was cut at a squeezed room: the next
     /// prepare compacts whatever lies above the window limit, as it would
     /// without the squeeze, so that the request asked again leaves the
