@@ -14,8 +14,8 @@ use super::savings::Savings;
 use super::summary::{render_marker_ledger_ahead, start_compact_history, start_reactive_compact};
 use super::summary_cost::{SummaryAsk, ask_chars_at_most, cached_units, summary_call_cost};
 use super::tidy::{
-    cache_anchor, fit_tool_results, micro_compact, settle_old_results, snip_compact,
-    tidy_floor_with, tool_result_budget,
+    cache_anchor, fit_tool_results, micro_compact, render_snip_ledger_ahead, settle_old_results,
+    snip_compact, tidy_floor_with, tool_result_budget,
 };
 use crate::history::History;
 use crate::limits::Limits;
@@ -154,7 +154,10 @@ impl Compactor {
     /// otherwise begin with; then the ledgers' checkpoints taken; and
     /// between the compaction limit and the window, the ledger a summary
     /// would carry rendered, whose length the next call's cost check
-    /// prices the summary by. A harness calls it while the model answers.
+    /// prices the summary by; with snip_compact on, the ledger of the
+    /// middle it will archive after one more exchange rendered, which the
+    /// next call's marker then carries as it is. A harness calls it while
+    /// the model answers.
     pub fn prepare_ahead(&self, history: &mut History) {
         history.prepare_ahead(&self.store, Some(self.limits.placeholder_floor_chars));
         let cx = self.ctx();
@@ -168,6 +171,11 @@ impl Compactor {
             && cx.measure(history) > self.limits.context_limit
         {
             render_marker_ledger_ahead(history, &cx);
+        }
+        // With snip_compact on, a long session archives its middle on
+        // almost every call, one exchange (two messages) further each time.
+        if self.limits.ledger_tokens > 0 {
+            render_snip_ledger_ahead(history, &cx, 2);
         }
     }
 

@@ -122,12 +122,7 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     let lines =
         (archived_before <= head_end).then(|| (span.last_line + 1 - count as u64, span.last_line));
     let transcript = crate::markers::path_text(&span.path).into_owned();
-    let budget = cx.ledger_chars(history);
-    let ledger = history.rendered_ledger(
-        (head_end..tail_start, Some(&transcript), true),
-        budget,
-        Some(&transcript),
-    );
+    let ledger = snip_ledger(history, cx, head_end..tail_start, &transcript);
     let marker = archive_marker(count, &span.path, lines, &ledger);
     if marker.chars() >= removed_chars {
         report.outcome = Outcome::NotApplied("the middle is smaller than its marker".into());
@@ -141,17 +136,43 @@ pub fn snip_compact(history: &mut History, cx: &Ctx) -> Option<StepReport> {
     Some(report)
 }
 
+/// The ledger of the middle `span` a snip marker carries, naming the
+/// `transcript` the middle is archived in.
+fn snip_ledger(history: &mut History, cx: &Ctx, span: Range<usize>, transcript: &str) -> String {
+    let budget = cx.ledger_chars(history);
+    history.rendered_ledger((span, Some(transcript), true), budget, Some(transcript))
+}
+
+/// Renders the ledger of the middle snip_compact would archive once `more`
+/// messages come (see [`snip_span_after`]): work ahead, so that the call
+/// finds it rendered when they do.
+pub(super) fn render_snip_ledger_ahead(history: &mut History, cx: &Ctx, more: usize) {
+    if let Some(span) = snip_span_after(history, cx, more) {
+        let transcript = crate::markers::path_text(&cx.store.transcript_path()).into_owned();
+        snip_ledger(history, cx, span, &transcript);
+    }
+}
+
 /// The middle snip_compact would archive now, if its trigger holds.
 pub(super) fn snip_span(history: &History, cx: &Ctx) -> Option<Range<usize>> {
+    snip_span_after(history, cx, 0)
+}
+
+/// The middle snip_compact would archive once `more` messages are
+/// appended, if its trigger holds then: all of it messages there are now,
+/// as long as `more` is less than the tail it keeps.
+pub(super) fn snip_span_after(history: &History, cx: &Ctx, more: usize) -> Option<Range<usize>> {
     let max = cx.limits.max_messages?;
-    if history.len() <= max {
+    let len = history.len() + more;
+    if len <= max || more >= cx.limits.snip_keep_tail {
         return None;
     }
     let messages = history.messages();
     let head_end = safe_cut_at_or_after(messages, cx.limits.snip_keep_head.min(messages.len()));
     let tail_start = safe_cut_at_or_before(
         messages,
-        messages.len().saturating_sub(cx.limits.snip_keep_tail),
+        len.saturating_sub(cx.limits.snip_keep_tail)
+            .min(messages.len()),
     );
     if head_end >= tail_start || messages[head_end..tail_start].iter().all(is_archive_marker) {
         return None;
@@ -664,7 +685,44 @@ mod tests {
         copy
     }
 
+    /// A message of one of three kinds: a person's text, an assistant's
+    /// call of `n` tools, the results of the call before it.
+    fn exchange_message(kind: u8, k: usize) -> Message {
+        match kind % 3 {
+            0 => Message::user(format!("note {k}")),
+            1 => Message::assistant_blocks(vec![Block::tool_use(
+                format!("t{k}"),
+                "bash",
+                serde_json::json!({"command": "ls"}),
+            )]),
+            _ => Message::user_blocks(vec![Block::tool_result(format!("t{k}"), "out", false)]),
+        }
+    }
+
     proptest! {
+        /// The middle snip_compact will archive once `more` messages come
+        /// is the one it archives when they have: whatever they are, and
+        /// wherever the tool calls and results around the cut fall.
+        #[test]
+        fn the_middle_to_come_is_the_middle_when_it_comes(
+            kinds in prop::collection::vec(0u8..3, 0..120),
+            coming in prop::collection::vec(0u8..3, 0..4),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::new(dir.path());
+            let limits = Limits::teaching();
+            let cx = ctx(&limits, &store);
+            let mut h = History::default();
+            for (k, kind) in kinds.iter().enumerate() {
+                h.push(exchange_message(*kind, k));
+            }
+            let ahead = snip_span_after(&h, &cx, coming.len());
+            for (k, kind) in coming.iter().enumerate() {
+                h.push(exchange_message(*kind, kinds.len() + k));
+            }
+            prop_assert_eq!(ahead, snip_span(&h, &cx));
+        }
+
         /// Through appends, edits of any block, pops, splices, wholesale
         /// replacements and micro_compact's own placeholders, with the
         /// mark moved at any floor: every result before the mark is
