@@ -146,8 +146,8 @@ impl Ctx<'_> {
         SUMMARY_CHARS.min((room / 4).max(FLOOR_CHARS))
     }
 
-    /// The room the target leaves beside the system prompt and tools, in
-    /// characters at `chars_per_unit` ([`Ctx::chars_per_unit`]).
+    /// The room `limit` (meter units) leaves beside the system prompt and
+    /// tools, in characters at `chars_per_unit` ([`Ctx::chars_per_unit`]).
     fn room_chars(&self, limit: u64, chars_per_unit: f64) -> usize {
         let room = limit.saturating_sub(self.overhead());
         (room as f64 * chars_per_unit) as usize
