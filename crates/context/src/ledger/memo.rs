@@ -287,12 +287,12 @@ impl LedgerMemo {
         text
     }
 
-    /// The length as a JSON string of [`LedgerMemo::rendered`]: exact when
-    /// nothing was recorded since the last rendering, for the same budget
-    /// and marker; else that last rendering's, when there was one (the
-    /// messages recorded since add a few facts to a ledger that is mostly
-    /// at its budget, and the budget moves with the history's characters
-    /// per token); else rendered now.
+    /// The length as a JSON string of [`LedgerMemo::rendered`], as it was
+    /// at the last rendering: exact when nothing was recorded since, for
+    /// the same budget and marker; else close (the messages recorded since
+    /// add a few facts to a ledger that is mostly at its budget, and the
+    /// budget moves a little with the history's characters per token). A
+    /// memo never rendered is rendered now.
     pub(crate) fn rendered_json_chars_estimate(
         &mut self,
         messages: &[Message],
@@ -301,15 +301,9 @@ impl LedgerMemo {
         named_by_marker: Option<&str>,
     ) -> usize {
         let at = self.brought_up_to_date(messages, range.clone(), transcript, carry_markers);
-        let memo = &self.slots[at];
-        let fresh = memo
-            .rendered
-            .as_ref()
-            .filter(|r| r.budget == budget && r.named_by_marker.as_deref() == named_by_marker);
-        if let Some(r) = fresh {
-            return whittle_protocol::json_str_chars(&r.text);
-        }
-        if let Some(chars) = memo.last_rendered_json_chars {
+        // The last rendering's, which is the rendering itself when nothing
+        // was recorded since (it is set with `rendered`).
+        if let Some(chars) = self.slots[at].last_rendered_json_chars {
             return chars;
         }
         let text = self.rendered(

@@ -159,8 +159,8 @@ pub(super) fn snip_span(history: &History, cx: &Ctx) -> Option<Range<usize>> {
 }
 
 /// The middle snip_compact would archive once `more` messages are
-/// appended, if its trigger holds then: all of it messages there are now,
-/// as long as `more` is less than the tail it keeps.
+/// appended, if its trigger holds then. Its messages are all there
+/// already, as long as `more` is less than the tail snip_compact keeps.
 pub(super) fn snip_span_after(history: &History, cx: &Ctx, more: usize) -> Option<Range<usize>> {
     let max = cx.limits.max_messages?;
     let len = history.len() + more;
@@ -686,7 +686,7 @@ mod tests {
     }
 
     /// A message of one of three kinds: a person's text, an assistant's
-    /// call of `n` tools, the results of the call before it.
+    /// tool call, the result of the call `k` (whatever came before it).
     fn exchange_message(kind: u8, k: usize) -> Message {
         match kind % 3 {
             0 => Message::user(format!("note {k}")),
