@@ -265,6 +265,34 @@ async fn automatic_compaction_summarizes_on_a_current_thread_runtime() {
     s.assert_requests_valid();
 }
 
+/// The window and answer of the squeeze tests: 64,000 tokens, 8,192 of
+/// them reserved for answers of at most as many.
+const SQUEEZE_BUDGET: TokenBudget = TokenBudget {
+    context_window: 64_000,
+    reserved_output_tokens: 8_192,
+    auto_compact_fraction: TokenBudget::DEFAULT_FRACTION,
+};
+
+/// A token-metered config for [`SQUEEZE_BUDGET`].
+fn squeeze_config(s: &Setup) -> AgentConfig {
+    let mut config = s.config(Limits::tokens(SQUEEZE_BUDGET), MeterChoice::Tokens);
+    config.max_tokens = 8_192;
+    config.context_window = SQUEEZE_BUDGET.context_window;
+    config
+}
+
+/// A first turn whose long answer (about 56,500 tokens at the meter's four
+/// characters a token, the system prompt and tools besides) leaves the next
+/// request past the window limit of [`SQUEEZE_BUDGET`], short of its
+/// squeeze limit. No input count is reported, so the meter keeps its
+/// estimate.
+async fn tell_a_long_tale(s: &Setup, agent: &mut Agent) {
+    s.server
+        .push(Reply::text("A long tale. ".repeat(17_400)).with_usage(0, 56_000));
+    let (result, _) = run(agent, "hello").await;
+    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+}
+
 /// A history grown into the answer's reserve is sent with a smaller
 /// output limit instead of being compacted; an answer cut at that limit is
 /// paid for and dropped, and asked again after a compaction that gives it
@@ -272,20 +300,9 @@ async fn automatic_compaction_summarizes_on_a_current_thread_runtime() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_cut_at_a_squeezed_room_is_asked_again_with_the_full_room() {
     let s = Setup::new().await;
-    let budget = TokenBudget::new(64_000, 8_192);
-    let limits = Limits::tokens(budget);
-    let mut config = s.config(limits.clone(), MeterChoice::Tokens);
-    config.max_tokens = 8_192;
-    config.context_window = budget.context_window;
-    let mut agent = s.agent_with(config);
-    // A long first answer (about 56,500 tokens at the meter's four
-    // characters a token, the system prompt and tools besides): the next
-    // request measures past the window limit, short of the squeeze limit.
-    // No input count is reported, so the meter keeps its estimate.
-    s.server
-        .push(Reply::text("A long tale. ".repeat(17_400)).with_usage(0, 56_000));
-    let (result, _) = run(&mut agent, "hello").await;
-    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    let limits = Limits::tokens(SQUEEZE_BUDGET);
+    let mut agent = s.agent_with(squeeze_config(&s));
+    tell_a_long_tale(&s, &mut agent).await;
 
     s.server.push(
         Reply::text("half an answer, cut off mid")
@@ -338,14 +355,9 @@ async fn an_answer_cut_at_a_squeezed_room_is_asked_again_with_the_full_room() {
 /// squeeze limit the request asks for the full room (the provider decides).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_cut_where_compacting_makes_no_room_is_kept() {
-    let budget = TokenBudget::new(64_000, 8_192);
-    let limits = Limits::tokens(budget);
     for (chars, squeezed) in [(226_000, true), (252_000, false)] {
         let s = Setup::new().await;
-        let mut config = s.config(limits.clone(), MeterChoice::Tokens);
-        config.max_tokens = 8_192;
-        config.context_window = budget.context_window;
-        let mut agent = s.agent_with(config);
+        let mut agent = s.agent_with(squeeze_config(&s));
         s.server.push(
             Reply::text("I have read it and")
                 .with_stop_reason("max_tokens")
@@ -383,16 +395,10 @@ async fn an_answer_cut_where_compacting_makes_no_room_is_kept() {
 #[tokio::test(flavor = "multi_thread")]
 async fn with_a_thinking_budget_the_answer_is_not_squeezed() {
     let s = Setup::new().await;
-    let budget = TokenBudget::new(64_000, 8_192);
-    let mut config = s.config(Limits::tokens(budget), MeterChoice::Tokens);
-    config.max_tokens = 8_192;
-    config.context_window = budget.context_window;
+    let mut config = squeeze_config(&s);
     config.reasoning.thinking = whittle_llm::Thinking::Budget(4_000);
     let mut agent = s.agent_with(config);
-    s.server
-        .push(Reply::text("A long tale. ".repeat(17_400)).with_usage(0, 56_000));
-    let (result, _) = run(&mut agent, "hello").await;
-    assert!(matches!(result.unwrap(), TurnOutcome::Done { .. }));
+    tell_a_long_tale(&s, &mut agent).await;
     s.server.push(Reply::text("summary of the tale"));
     s.server.push(Reply::text("the whole answer"));
     let (result, _) = run(&mut agent, "go on").await;

@@ -829,25 +829,28 @@ mod tests {
     fn an_answer_longer_than_the_squeezed_room_is_cut_and_asked_again() {
         let config = ReplayConfig::for_window(32_000);
         let limits = config.default_limits();
-        let replay = |answer_chars: usize, policy: Policy| {
-            // A long first answer: the second request measures about
-            // 29,300 tokens, past the window limit, short of the squeeze.
-            let msgs = vec![
-                Message::user("TASK: write the notes"),
-                Message::assistant("note ".repeat(23_440)),
-                Message::user("go on"),
-                Message::assistant("a".repeat(answer_chars)),
-            ];
+        let replay_messages = |msgs: &[Message], policy: Policy| {
             let dir = tempfile::tempdir().unwrap();
             replay_conversation(
                 "c",
-                &msgs,
+                msgs,
                 None,
                 policy,
                 &config,
                 &mut StandInSummarizer::default(),
                 dir.path(),
             )
+        };
+        let replay = |answer_chars: usize, policy: Policy| {
+            // A long first answer: the second request measures about
+            // 29,300 tokens, past the window limit, short of the squeeze.
+            let msgs = [
+                Message::user("TASK: write the notes"),
+                Message::assistant("note ".repeat(23_440)),
+                Message::user("go on"),
+                Message::assistant("a".repeat(answer_chars)),
+            ];
+            replay_messages(&msgs, policy)
         };
         let none = replay(12_000, Policy::None);
         let sent = none.tokens_by_call[1];
@@ -874,20 +877,11 @@ mod tests {
         // Where compacting makes no room (the person's own long message,
         // which a marker quotes whole), the cut answer is kept: one call,
         // its output billed up to the room.
-        let msgs = vec![
+        let msgs = [
             Message::user("note ".repeat(23_440)),
             Message::assistant("a".repeat(20_000)),
         ];
-        let dir = tempfile::tempdir().unwrap();
-        let kept = replay_conversation(
-            "c",
-            &msgs,
-            None,
-            Policy::Default,
-            &config,
-            &mut StandInSummarizer::default(),
-            dir.path(),
-        );
+        let kept = replay_messages(&msgs, Policy::Default);
         let sent = kept.tokens_by_call[0];
         assert!(limits.squeezes(sent), "{kept:?}");
         let room = limits.answer_room(sent, config.reserved_output_tokens);
