@@ -15,7 +15,11 @@
 //! for (Claude Code's `/compact`, recorded as a `manual` boundary) is the
 //! person's command, not the recording agent's policy: every policy with a
 //! pipeline compacts there too, as whittle's `/compact` does, while the
-//! automatic ones stay the recording agent's own.
+//! automatic ones stay the recording agent's own. So do the calls the
+//! recording agent made to write its summaries (Claude Code's compaction
+//! subagent): `none` makes them, as part of the session's bill, and a
+//! policy with a pipeline makes its own summaries in the session instead
+//! (see [`replay_paths`](crate::replay_paths)).
 
 use crate::calibration::{Calibration, Measured};
 use crate::call_times::{TenthsP99, median};

@@ -350,6 +350,35 @@ pub struct ConversationRow {
     pub recorded_survival: Option<Survival>,
 }
 
+impl ConversationRow {
+    /// Adds the row of the recording agent's compaction call for this
+    /// session (see [`Conversation::summarizes`](crate::Conversation::summarizes)):
+    /// its reports, policy by policy, with its calls numbered after the
+    /// session's own, and its bill.
+    pub fn absorb_compaction_call(&mut self, call: &ConversationRow) {
+        for (report, other) in self.reports.iter_mut().zip(&call.reports) {
+            let after = report.calls;
+            report.absorb(other);
+            report
+                .overflow_calls
+                .extend(other.overflow_calls.iter().map(|k| k + after));
+            report
+                .tokens_by_call
+                .extend_from_slice(&other.tokens_by_call);
+        }
+        match (&mut self.recorded, &call.recorded) {
+            (Some(mine), Some(theirs)) => mine.absorb(theirs),
+            (mine @ None, Some(theirs)) => *mine = Some(*theirs),
+            (_, None) => {}
+        }
+        match (&mut self.recorded_survival, &call.recorded_survival) {
+            (Some(mine), Some(theirs)) => mine.absorb(theirs),
+            (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
+            (_, None) => {}
+        }
+    }
+}
+
 /// Everything a `whittle replay` run measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ReplaySummary {

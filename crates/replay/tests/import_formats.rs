@@ -373,6 +373,114 @@ fn a_compaction_the_person_asked_for_is_made_by_every_policy_with_a_pipeline() {
     }
 }
 
+/// Claude Code summarizes with a subagent of its own (`acompact-…`): that
+/// call is the recording agent's compaction, so it is its session's bill.
+/// `none` makes it, folded into the session's row; a policy with a pipeline
+/// makes its own summary in the session instead, and never this call. An
+/// ordinary subagent stays a conversation of its own.
+#[test]
+fn the_recording_agents_compaction_call_belongs_to_its_session() {
+    let dir = TempDir::new().unwrap();
+    let mut session: Vec<Value> = (0..3)
+        .flat_map(|n| {
+            [
+                user(&format!("u{n}"), json!(format!("step {n}"))),
+                assistant(
+                    &format!("a{n}"),
+                    &format!("msg_{n}"),
+                    json!([{"type": "text", "text": format!("done {n}. ").repeat(400)}]),
+                ),
+            ]
+        })
+        .collect();
+    session.push(
+        json!({"type": "system", "subtype": "compact_boundary", "uuid": "boundary",
+                        "compactMetadata": {"trigger": "manual", "preTokens": 2000}}),
+    );
+    let mut summary = user("s1", json!("This session is being continued..."));
+    summary["isCompactSummary"] = json!(true);
+    session.push(summary);
+    session.push(assistant(
+        "a9",
+        "msg_9",
+        json!([{"type": "text", "text": "on"}]),
+    ));
+    write(&dir, "s.jsonl", jsonl(&session));
+    let subagent = |agent: &str, ask: &str| {
+        let mut events = [
+            user(&format!("{agent}-u"), json!(ask)),
+            assistant(
+                &format!("{agent}-a"),
+                &format!("msg_{agent}"),
+                json!([{"type": "text", "text": "a summary"}]),
+            ),
+        ];
+        for e in &mut events {
+            e["isSidechain"] = json!(true);
+            e["agentId"] = json!(agent);
+        }
+        jsonl(&events)
+    };
+    let compaction = write(
+        &dir,
+        "s/subagents/agent-acompact-1f.jsonl",
+        subagent("acompact-1f", "Your task is to create a detailed summary"),
+    );
+    let helper = write(
+        &dir,
+        "s/subagents/agent-b2.jsonl",
+        subagent("b2", "Find the tests"),
+    );
+    assert_eq!(one(&compaction).summarizes.as_deref(), Some("s"));
+    assert_eq!(one(&helper).summarizes, None);
+    assert_eq!(one(&dir.path().join("s.jsonl")).summarizes, None);
+
+    let replay = |path: &Path| {
+        replay_paths(
+            &[path.to_path_buf()],
+            &[Policy::None, Policy::Default],
+            &ReplayConfig::for_window(1_000_000),
+            &mut || Box::new(StandInSummarizer::default()),
+            "stand-in",
+        )
+    };
+    let summary = replay(dir.path());
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    let ids: Vec<&str> = summary
+        .conversations
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["s", "s/agent-b2"]);
+    let s = &summary.conversations[0];
+    let [none, default] = s.reports.as_slice() else {
+        panic!("two policies");
+    };
+    // Four calls of the session; under `none`, Claude Code's summary call too.
+    assert_eq!((none.calls, default.calls), (5, 4));
+    assert_eq!(default.summarize_calls, 1, "the policy's own summary");
+    assert_eq!(s.recorded.as_ref().map(|r| r.calls), Some(5));
+    let cost = |policy: usize| summary.totals[policy].cost_usd;
+    let rows = |policy: usize| -> f64 {
+        summary
+            .conversations
+            .iter()
+            .map(|c| c.reports[policy].cost_usd)
+            .sum()
+    };
+    assert!((cost(0) - rows(0)).abs() < 1e-9 && (cost(1) - rows(1)).abs() < 1e-9);
+
+    // Replayed without its session, the call stays a row of its own, made
+    // by `none` alone.
+    let alone = replay(&compaction);
+    let [row] = alone.conversations.as_slice() else {
+        panic!("one conversation: {:?}", alone.errors);
+    };
+    assert_eq!(row.id, "s/agent-acompact-1f");
+    let calls: Vec<u64> = row.reports.iter().map(|r| r.calls).collect();
+    assert_eq!(calls, [1, 0]);
+}
+
 #[test]
 fn sidechains_inside_a_session_file_are_their_own_conversations() {
     let dir = TempDir::new().unwrap();

@@ -515,7 +515,9 @@ fn none_matches_the_bill_of_the_claude_code_sessions(root: &Path) {
         assert!(e.cache_read.unwrap().abs() < 10.0, "{}: {e:?}", c.id);
         assert!(e.cache_write.unwrap().abs() < 10.0, "{}: {e:?}", c.id);
     }
-    assert_eq!(billed, 9);
+    // Nine billed Claude Code conversations, two of them the compaction
+    // calls of the long sessions, folded into the sessions they summarize.
+    assert_eq!(billed, 7);
     let total = summary.none_vs_recorded.unwrap();
     assert!(total.cache_read.unwrap().abs() < 10.0, "{total:?}");
     assert!(total.cache_write.unwrap().abs() < 10.0, "{total:?}");

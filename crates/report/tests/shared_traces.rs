@@ -27,7 +27,9 @@ fn main() -> ExitCode {
         "the_shared_traces_page_marks_every_applied_step_and_keeps_the_totals",
         move || {
             let summary = replay(root.clone(), 32_000);
-            assert!(summary.conversations.len() > 50);
+            // 52 files; Claude Code's two summary calls are rows of the
+            // sessions they summarize.
+            assert!(summary.conversations.len() >= 50);
             let mut page = Page::new("shared traces");
             page.add_replay(&summary).unwrap();
             let html = page.render().unwrap();

@@ -125,9 +125,15 @@ pub(crate) fn import(
     let mut order: Vec<Agent> = Vec::new();
     let mut readers: HashMap<Agent, Reader> = HashMap::new();
     let mut seen_uuids: HashSet<&str> = HashSet::new();
+    let mut sessions: HashMap<Agent, String> = HashMap::new();
     for (((number, event), agent), kept) in events.iter().zip(agents).zip(&on_thread) {
         if !*kept {
             continue;
+        }
+        if let Some(session) = event.get("sessionId").and_then(Value::as_str) {
+            sessions
+                .entry(agent.clone())
+                .or_insert_with(|| session.to_string());
         }
         if let Some(uuid) = event.get("uuid").and_then(Value::as_str)
             && !seen_uuids.insert(uuid)
@@ -167,13 +173,21 @@ pub(crate) fn import(
             (Agent::Named(name), false) => format!("{id}/agent-{name}"),
             (Agent::Chain(root), false) => format!("{id}/sidechain-{root}"),
         };
-        conversations.push(finish(
+        let summarizes = match &agent {
+            Agent::Named(name) if name.starts_with(COMPACTION_AGENT) => {
+                compacted_session(id, single, sessions.get(&agent))
+            }
+            _ => None,
+        };
+        let mut conversation = finish(
             path,
             conversation_id,
             Format::ClaudeCode,
             None,
             reader.draft,
-        )?);
+        )?;
+        conversation.summarizes = summarizes;
+        conversations.push(conversation);
         if agent == Agent::Main
             && let Some(c) = conversations.last_mut()
         {
@@ -181,6 +195,24 @@ pub(crate) fn import(
         }
     }
     Ok(conversations)
+}
+
+/// How Claude Code names the subagent it asks for a compaction's summary
+/// (`agentId` `acompact-<hex>`), for `/compact` and automatic compactions
+/// alike.
+const COMPACTION_AGENT: &str = "acompact-";
+
+/// The id of the session a compaction agent's conversation summarizes: the
+/// file's own id when the agent's events are mixed into the session file
+/// (older logs); for a `<session>/subagents/` file, the session its id is
+/// named after, or else the `sessionId` its events carry.
+fn compacted_session(id: &str, single: bool, session: Option<&String>) -> Option<String> {
+    if !single {
+        return Some(id.to_string());
+    }
+    id.rsplit_once('/')
+        .map(|(parent, _)| parent.to_string())
+        .or_else(|| session.cloned())
 }
 
 /// The billed responses of the main agent that are not on the thread: one

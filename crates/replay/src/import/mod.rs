@@ -75,6 +75,14 @@ pub struct Conversation {
     /// requests, so they are reported beside it (see
     /// [`RecordedTotals`](crate::RecordedTotals)), not dropped.
     pub abandoned: Vec<RecordedCall>,
+    /// The id of the session this conversation is the recording agent's
+    /// own compaction call for (Claude Code's `acompact-` agents, which
+    /// summarize the session for its `/compact` and its automatic
+    /// compactions), when it is one. Such a call belongs to the recording
+    /// agent's policy: `none` makes it, as part of that session's bill; a
+    /// policy with a pipeline makes its own summaries instead, priced in
+    /// the session itself (see [`replay_paths`](crate::replay_paths)).
+    pub summarizes: Option<String>,
 }
 
 /// A compaction the recording agent performed (e.g. Claude Code's `/compact`).
@@ -314,6 +322,7 @@ fn import_whittle_session(
         calls: Vec::new(),
         injected: Vec::new(),
         abandoned: Vec::new(),
+        summarizes: None,
     }])
 }
 
@@ -398,6 +407,7 @@ fn finish(
         calls,
         injected: finished.injected,
         abandoned: Vec::new(),
+        summarizes: None,
     })
 }
 
