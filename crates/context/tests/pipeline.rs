@@ -600,6 +600,57 @@ fn a_cold_cache_tidies_what_a_warm_one_would_summarize() {
     assert!(summarized.iter().all(|(_, cold)| !cold), "{summarized:?}");
 }
 
+/// Under the limit with a warm cache, micro_compact's rewrite is a bet that
+/// the session goes on: a session that has saved nothing takes it only if
+/// it repays itself within a few calls, however long the cost model
+/// expects the session to go on. Three old results of 20,000 characters
+/// before three recent ones of 2,000 repay on the next call; three of
+/// 10,000 before three of 13,000 write about 40,000 again to free 30,000,
+/// which the model, sixty calls in, expects to repay in about fifteen.
+#[test]
+fn a_fresh_session_bets_on_micro_compact_only_when_it_repays_soon() {
+    let limits = Limits::tokens(TokenBudget::new(200_000, 25_000));
+    let build = |old: usize, recent: usize| {
+        let mut h = History::new(vec![Message::user("task")]);
+        for i in 0..6 {
+            h.push(read_call(&format!("t{i}"), "f"));
+            let size = if i < 3 { old } else { recent };
+            h.push(result(&format!("t{i}"), file_text(i, size)));
+        }
+        h.push(Message::assistant("next"));
+        h.push(Message::user("go on"));
+        h.mark();
+        h
+    };
+    let tidied = |mut h: History| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Compactor::new(
+            limits.clone(),
+            Store::new(dir.path()),
+            Box::new(TokenMeter::default()),
+        );
+        c.set_cache_state(Some(whittle_context::CacheState {
+            prices: whittle_context::CachePrices::ANTHROPIC_5M,
+            ttl_ms: 300_000,
+            idle_ms: Some(1_000),
+            calls_so_far: 60,
+        }));
+        assert!(c.measure(&h) <= limits.context_limit);
+        let outcome = c.prepare(&mut h, "task", &mut Recording::default());
+        outcome
+            .reports
+            .iter()
+            .filter(|r| r.applied() && r.step == Step::MicroCompact)
+            .map(|r| r.trigger)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        tidied(build(20_000, 2_000)),
+        [whittle_context::Trigger::RewritePays]
+    );
+    assert_eq!(tidied(build(10_000, 13_000)), []);
+}
+
 /// Between the compaction limit and the window nothing forces a
 /// compaction, and a session compacts there only with what compacting
 /// has already saved it: the same history is compacted by a session whose
@@ -673,7 +724,7 @@ fn between_the_limit_and_the_window_only_a_session_that_saved_compacts() {
     let mut asked = Recording::default();
     let outcome = fresh.prepare(&mut held, "task", &mut asked);
     assert!(asked.calls.is_empty(), "{outcome:?}");
-    // micro_compact's own rewrites are priced by the expected calls alone.
+    // micro_compact's rewrites, if any, are bets the cost model takes.
     assert!(
         outcome.reports.iter().all(|r| !r.applied()
             || r.step == Step::ToolResultBudget

@@ -62,11 +62,13 @@ pub(super) fn snip_compact_cached(
 /// micro_compact under the cache model. When the cache is cold, every old
 /// result is replaced (the whole request is written anyway); over the
 /// limit, results are replaced down to the target as always; under it
-/// with a warm cache, every old result is replaced if that pays, else none.
+/// with a warm cache, every old result is replaced if that pays and the
+/// session may bet on it (`Savings::allows`), else none.
 pub(super) fn micro_compact_cached(
     history: &mut History,
     cx: &Ctx,
     cache: &CacheState,
+    savings: &Savings,
 ) -> Option<StepReport> {
     settle_old_results(history, cx);
     let clear_all = Limits {
@@ -86,7 +88,8 @@ pub(super) fn micro_compact_cached(
     let Some((first, freeable)) = micro_estimate(history, &all) else {
         return over.then(|| micro_compact(history, cx)).flatten();
     };
-    match trigger_of(cache.verdict(rewrite(history, cx, first, freeable))) {
+    let rewrite = rewrite(history, cx, first, freeable);
+    match trigger_of(cache.verdict(rewrite)).filter(|_| savings.allows(cache, rewrite)) {
         Some(trigger) => micro_compact_now(history, &all, trigger),
         None if over => micro_compact(history, cx),
         None => None,
@@ -119,7 +122,7 @@ pub(super) fn compaction_pays(
     }
     let floor = tidy_floor_with(history, cx, cache.cold());
     if floor <= cx.limits.context_limit {
-        return savings.covers(cache, tidy_rewrite(history, cx, size - floor));
+        return savings.allows(cache, tidy_rewrite(history, cx, size - floor));
     }
     // A bigger marker frees less, and the saving grows with what is freed:
     // if the summary does not pay even with a marker that carries no
@@ -127,12 +130,12 @@ pub(super) fn compaction_pays(
     // not be rendered (most calls in the band wait, each with new facts).
     let unledgered = marker_without_ledger_chars(cx, request);
     let bare = summary_rewrite(history, cx, cache, unledgered);
-    if cache.verdict(bare) == Verdict::DoesNotPay || !savings.covers(cache, bare) {
+    if cache.verdict(bare) == Verdict::DoesNotPay || !savings.allows(cache, bare) {
         return false;
     }
     let marker = marker_floor_chars_estimate(history, cx, request);
     let summary = summary_rewrite(history, cx, cache, marker);
-    cache.verdict(summary) != Verdict::DoesNotPay && savings.covers(cache, summary)
+    cache.verdict(summary) != Verdict::DoesNotPay && savings.allows(cache, summary)
 }
 
 /// The rewrite tidying makes when it frees `freed` units: from the first

@@ -272,7 +272,7 @@ impl Compactor {
             cx.measure(history) > limit && tidy_floor_with(history, &cx, clears_all) > limit;
         if !summarize_first {
             reports.extend(match &cache {
-                Some(c) => micro_compact_cached(history, &cx, c),
+                Some(c) => micro_compact_cached(history, &cx, c, &self.savings),
                 None => micro_compact(history, &cx),
             });
             reports.extend(fit_tool_results(history, &cx));

@@ -31,16 +31,34 @@
 //! writes the rest; a summary's own call is paid besides. `none`'s size is
 //! the sent size plus everything the steps have freed so far.
 //!
-//! Above the window a compaction runs whatever it costs, as before, and
-//! micro_compact's own rewrites (taken when they pay, at any size) stay
-//! priced by the expected calls alone. At large windows those are what
-//! lets a long session match the compactions the recording agent made on
-//! its own: staked too, the two long Claude Code sessions of the shared
-//! traces cost 3% and 11% more than `none` at 200k, and one 42% more at
-//! 1M (none of their rewrites is funded: their results arrive small and
-//! their cache is rarely cold).
+//! Above the window a compaction runs whatever it costs, as before.
+//!
+//! micro_compact's own rewrites, taken at any size when the cost model says
+//! they pay, are bets too, and the same rule holds them: covered by the
+//! saving, or repaid within [`QUICK_REPAYMENT_CALLS`]. The second half
+//! matters at large windows: a long session's first rewrites are funded by
+//! nothing (their results arrive small and their cache is rarely cold), and
+//! without them a long Claude Code session of the shared traces cost 1.23×
+//! `none` at 200k and 1.42× at 1M, where the recording agent compacted on
+//! its own. Priced by the expected calls alone, as they were, five short
+//! SWE-bench runs lost 2–9% at 200k and 1M, each to a rewrite a few calls
+//! before its end. Measured on the shared traces (with the recording
+//! agent's own summary calls counted in its sessions, see replay's
+//! `Conversation::summarizes`): at 200k and 1M, 0.943× → 0.969× of
+//! `none`, conversations above `none` 5 → 0; at 32k 0.771× → 0.778×, none
+//! above `none` before or after.
 
 use super::cache_model::{CachePrices, CacheState, Rewrite};
+
+/// The calls, this one included, within which a bet the saving does not
+/// cover must repay itself to be taken: a rewrite that frees most of what
+/// it rewrites (a long session's first old results, a summary of a history
+/// far past the limit) loses only if the session ends in the next few
+/// calls. On the shared traces, 4 and 5 give the same decisions; 2 and 3
+/// miss the two long Claude Code sessions' first rewrites (at 200k, 258c7280
+/// then cost 1.23× `none`), and from 7 a short SWE-bench run's late
+/// micro_compact is taken again and loses (django-9296, 1.08×).
+pub const QUICK_REPAYMENT_CALLS: u64 = 4;
 
 /// The running saving of one session, in input-size units (the cache
 /// model's: a token of uncached input is 1).
@@ -55,8 +73,15 @@ pub(super) struct Savings {
 }
 
 impl Savings {
-    /// Whether a rewrite with `state` may be bet on now: it loses, if the
-    /// session ended with the next call, no more than was saved.
+    /// Whether a rewrite with `state` may be bet on now: the saving covers
+    /// it ([`Savings::covers`]), or it repays itself within
+    /// [`QUICK_REPAYMENT_CALLS`].
+    pub fn allows(&self, state: &CacheState, rewrite: Rewrite) -> bool {
+        self.covers(state, rewrite) || state.repays_within(rewrite, QUICK_REPAYMENT_CALLS)
+    }
+
+    /// Whether a rewrite with `state` is covered: it loses, if the session
+    /// ended with the next call, no more than was saved.
     pub fn covers(&self, state: &CacheState, rewrite: Rewrite) -> bool {
         state.loss_if_last(rewrite) <= self.banked.max(0.0)
     }
@@ -174,6 +199,40 @@ mod tests {
         let mut s = Savings::default();
         s.stepped(0, 250.0);
         assert_eq!(s.banked(), -250.0);
+    }
+
+    #[test]
+    fn an_uncovered_rewrite_is_allowed_only_when_it_repays_within_four_calls() {
+        let nothing = Savings::default();
+        let warm = |calls| CacheState {
+            calls_so_far: calls,
+            ..state(Some(1))
+        };
+        // 100k cached, 60k of it freed from 20k on: the next call writes
+        // 20k again (1.25·20k) and reads 20k less than leaving it (0.1·80k
+        // saved on the rewritten part); each later call reads 60k less.
+        // Net: 6,000·(N − 1) + 8,000 − 25,000, positive from N = 4 on.
+        let quick = Rewrite {
+            cached: 100_000,
+            kept: 20_000,
+            freed: 60_000,
+            extra: 0.0,
+        };
+        // Half as much freed, so 50k written again: 3,000·(N − 1) + 8,000 −
+        // 62,500, positive from N = 20 on.
+        let slow = Rewrite {
+            freed: 30_000,
+            ..quick
+        };
+        assert!(!nothing.covers(&warm(40), quick));
+        assert!(nothing.allows(&warm(40), quick));
+        // The cost model takes it at 40 calls so far (N = 20), but without
+        // a saving to cover it, it is not bet on.
+        assert!(warm(40).net_saving(slow) > 0.0);
+        assert!(!nothing.allows(&warm(40), slow));
+        // Three calls so far expect two: not even the quick one repays.
+        assert!(!nothing.allows(&warm(3), quick));
+        assert!(nothing.allows(&warm(7), quick));
     }
 
     #[test]
