@@ -38,9 +38,9 @@
 //! saving, or repaid within [`QUICK_REPAYMENT_CALLS`]. The second half
 //! matters at large windows: a long session's first rewrites are funded by
 //! nothing (their results arrive small and their cache is rarely cold), and
-//! without them a long Claude Code session of the shared traces cost 1.23×
-//! `none` at 200k and 1.42× at 1M, where the recording agent compacted on
-//! its own. Priced by the expected calls alone, as they were, five short
+//! without them a long Claude Code session of the shared traces (258c7280)
+//! cost 1.22× `none` at 200k and 1.41× at 1M, where the recording agent
+//! compacted on its own. Priced by the expected calls alone, as they were, five short
 //! SWE-bench runs lost 2–9% at 200k and 1M, each to a rewrite a few calls
 //! before its end. Measured on the shared traces (with the recording
 //! agent's own summary calls counted in its sessions, see replay's
@@ -54,10 +54,10 @@ use super::cache_model::{CachePrices, CacheState, Rewrite};
 /// cover must repay itself to be taken: a rewrite that frees most of what
 /// it rewrites (a long session's first old results, a summary of a history
 /// far past the limit) loses only if the session ends in the next few
-/// calls. On the shared traces, 4 and 5 give the same decisions; 2 and 3
-/// miss the two long Claude Code sessions' first rewrites (at 200k, 258c7280
-/// then cost 1.23× `none`), and from 7 a short SWE-bench run's late
-/// micro_compact is taken again and loses (django-9296, 1.08×).
+/// calls. On the shared traces, 4 to 6 leave no conversation above `none`
+/// at 32k, 200k or 1M (4 and 5 cost the same); 3 misses a long Claude Code session's first rewrite (at
+/// 200k, 258c7280 then costs 1.22× `none`), and from 7 a short SWE-bench
+/// run's late micro_compact is taken again and loses (django-9296, 1.08×).
 pub const QUICK_REPAYMENT_CALLS: u64 = 4;
 
 /// The running saving of one session, in input-size units (the cache
