@@ -55,9 +55,10 @@ use super::cache_model::{CachePrices, CacheState, Rewrite};
 /// it rewrites (a long session's first old results, a summary of a history
 /// far past the limit) loses only if the session ends in the next few
 /// calls. On the shared traces, 4 to 6 leave no conversation above `none`
-/// at 32k, 200k or 1M (4 and 5 cost the same); 3 misses a long Claude Code session's first rewrite (at
-/// 200k, 258c7280 then costs 1.22× `none`), and from 7 a short SWE-bench
-/// run's late micro_compact is taken again and loses (django-9296, 1.08×).
+/// at 32k, 200k or 1M (4 and 5 cost the same); 3 misses a long Claude Code
+/// session's first rewrite (at 200k, 258c7280 then costs 1.22× `none`),
+/// and from 7 a short SWE-bench run's late micro_compact is taken again
+/// and loses (django-9296, 1.08×).
 pub const QUICK_REPAYMENT_CALLS: u64 = 4;
 
 /// The running saving of one session, in input-size units (the cache
