@@ -40,9 +40,9 @@
 //! nothing (their results arrive small and their cache is rarely cold), and
 //! without them a long Claude Code session of the shared traces (258c7280)
 //! cost 1.22× `none` at 200k and 1.41× at 1M, where the recording agent
-//! compacted on its own. Priced by the expected calls alone, as they were, five short
-//! SWE-bench runs lost 2–9% at 200k and 1M, each to a rewrite a few calls
-//! before its end. Measured on the shared traces (with the recording
+//! compacted on its own. Priced by the expected calls alone, as they were,
+//! five short SWE-bench runs lost 2–9% at 200k and 1M, each to a rewrite a
+//! few calls before its end. Measured on the shared traces (with the recording
 //! agent's own summary calls counted in its sessions, see replay's
 //! `Conversation::summarizes`): at 200k and 1M, 0.943× → 0.969× of
 //! `none`, conversations above `none` 5 → 0; at 32k 0.771× → 0.778×, none
