@@ -64,7 +64,7 @@
 //! shared traces at 32k: `default` went from 0.99× to 0.91× of `none`.
 //! Since then a compaction in that band, summary or tidy, is also a bet
 //! the session must be able to cover with what compacting has already
-//! saved it (`savings`).
+//! saved it, or that repays itself within a few calls (`savings`).
 //!
 //! The band reaches into the answer's reserve (`Limits::squeeze_limit`):
 //! a request past the window limit asks for a shorter answer
