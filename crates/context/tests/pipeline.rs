@@ -653,7 +653,8 @@ fn a_fresh_session_bets_on_micro_compact_only_when_it_repays_soon() {
 
 /// Between the compaction limit and the window nothing forces a
 /// compaction, and a session compacts there only with what compacting
-/// has already saved it: the same history is compacted by a session whose
+/// has already saved it (or for a rewrite that repays itself within a few
+/// calls, which this one does not): the same history is compacted by a session whose
 /// large results were saved on arrival over ten calls (a saving of about
 /// a hundred thousand tokens' worth), and left as it is by a fresh one,
 /// which would lose if it ended with the next call.

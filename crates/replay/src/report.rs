@@ -366,10 +366,10 @@ impl ConversationRow {
                 .tokens_by_call
                 .extend_from_slice(&other.tokens_by_call);
         }
-        match (&mut self.recorded, &call.recorded) {
-            (Some(mine), Some(theirs)) => mine.absorb(theirs),
-            (mine @ None, Some(theirs)) => *mine = Some(*theirs),
-            (_, None) => {}
+        // A session without a bill stays without one: the call's bill
+        // alone would be set against the whole session's replay.
+        if let (Some(mine), Some(theirs)) = (&mut self.recorded, &call.recorded) {
+            mine.absorb(theirs);
         }
         match (&mut self.recorded_survival, &call.recorded_survival) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),

@@ -479,6 +479,19 @@ fn the_recording_agents_compaction_call_belongs_to_its_session() {
     assert_eq!(row.id, "s/agent-acompact-1f");
     let calls: Vec<u64> = row.reports.iter().map(|r| r.calls).collect();
     assert_eq!(calls, [1, 0]);
+
+    // A session that logged no usage has no bill to set against its replay,
+    // its summary call's or not.
+    for e in &mut session {
+        if let Some(message) = e.get_mut("message").and_then(Value::as_object_mut) {
+            message.remove("usage");
+        }
+    }
+    write(&dir, "s.jsonl", jsonl(&session));
+    let unbilled = replay(dir.path());
+    assert_eq!(unbilled.conversations[0].id, "s");
+    assert_eq!(unbilled.conversations[0].recorded, None);
+    assert_eq!(unbilled.conversations[0].reports[0].calls, 5);
 }
 
 #[test]

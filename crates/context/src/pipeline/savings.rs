@@ -15,7 +15,9 @@
 //! (results saved on arrival, tidying a cold cache). Whatever happens
 //! next, such a bet then never puts the session above sending everything,
 //! by the model: it is covered before it is placed, and a rewrite's loss
-//! only shrinks with every call after it.
+//! only shrinks with every call after it. The one exception is a bet that
+//! repays itself within [`QUICK_REPAYMENT_CALLS`] (see below): taken
+//! uncovered, it loses if the session ends before then.
 //!
 //! Measured on the shared traces at 32k: `default` went from 0.815× to
 //! 0.822× of `none`, and the conversations that never outgrew the window

@@ -202,17 +202,16 @@ pub(crate) fn import(
 /// alike.
 const COMPACTION_AGENT: &str = "acompact-";
 
-/// The id of the session a compaction agent's conversation summarizes: the
+/// The id of the session a compaction agent's conversation summarizes: for
+/// a `<session>/subagents/` file, the session its id is named after; the
 /// file's own id when the agent's events are mixed into the session file
-/// (older logs); for a `<session>/subagents/` file, the session its id is
-/// named after, or else the `sessionId` its events carry.
+/// (older logs); else the `sessionId` its events carry.
 fn compacted_session(id: &str, single: bool, session: Option<&String>) -> Option<String> {
-    if !single {
-        return Some(id.to_string());
+    match id.rsplit_once('/') {
+        Some((parent, _)) => Some(parent.to_string()),
+        None if !single => Some(id.to_string()),
+        None => session.cloned(),
     }
-    id.rsplit_once('/')
-        .map(|(parent, _)| parent.to_string())
-        .or_else(|| session.cloned())
 }
 
 /// The billed responses of the main agent that are not on the thread: one
